@@ -1,0 +1,51 @@
+# The harness's entry points. Each target creates .venv and installs the pinned dependencies on first use.
+#   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
+#   make test | make lint | make list | make sync | make clean
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TASK ?= babi
+MODEL ?= tpr_rnn
+PROFILE ?= cpu
+SEED ?= 0
+ARGS ?=
+FORCE ?=
+
+.PHONY: help install bench list validate test lint sync clean
+
+help:
+	@sed -n '1,4p' Makefile
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+bench: $(STAMP)
+	$(BIN)/harness bench --task $(TASK) --model $(MODEL) --profile $(PROFILE) --seed $(SEED) \
+		$(if $(filter-out 0,$(FORCE)),--force) -- $(ARGS)
+
+list: $(STAMP)
+	@$(BIN)/harness list
+
+validate: $(STAMP)
+	@$(BIN)/harness validate --task $(TASK) --model $(MODEL) --profile $(PROFILE) --seed $(SEED) -- $(ARGS)
+
+test: $(STAMP)
+	WANDB_MODE=disabled $(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check harness tasks models reports tests
+
+# Upload offline W&B runs (needs network and `wandb login`).
+sync: $(STAMP)
+	@runs=$$(find runs -type d -name 'offline-run-*' 2>/dev/null); \
+	if [ -z "$$runs" ]; then echo "no offline W&B runs under runs/"; else $(BIN)/wandb sync $$runs; fi
+
+clean:
+	rm -rf .cache .pytest_cache build *.egg-info

@@ -1,0 +1,135 @@
+"""The command line: ``harness list | bench | validate | data``.
+
+Only the registry (YAML) is imported at start-up; torch, Lightning and wandb are imported when a run
+actually starts, so ``harness list`` and every error path answer in well under two seconds.
+A user's mistake (:class:`harness.errors.UserError`) prints one line and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from harness.errors import UserError
+from harness.registry import REGISTRY
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+
+
+def cmd_list(_: argparse.Namespace) -> int:
+    tasks, models = REGISTRY.tasks, REGISTRY.models
+    print("Tasks")
+    print(_table([["  name", "interface", "kind", "paper"]]
+                 + [[f"  {t.name}", t.interface, t.kind, t.paper] for t in tasks.values()]))
+    print("\nModels")
+    print(_table([["  name", "shape", "reads", "paper"]]
+                 + [[f"  {m.name}", m.shape, ",".join(sorted(m.interfaces)), m.paper] for m in models.values()]))
+    print("\nTask x model (ok = runs; otherwise why not)")
+    matrix = REGISTRY.matrix()
+    rows = [["  task \\ model", *models]]
+    reasons: list[str] = []
+    for t in tasks:
+        cells = []
+        for m in models:
+            cell = matrix[(t, m)]
+            if cell.ok:
+                cells.append("ok")
+            else:
+                reasons.append(cell.reason)
+                cells.append(f"-({len(reasons)})")
+        rows.append([f"  {t}", *cells])
+    print(_table(rows))
+    for i, reason in enumerate(reasons, start=1):
+        print(f"  ({i}) {reason}")
+    return 0
+
+
+def _compose(args: argparse.Namespace):  # noqa: ANN202 - returns harness.config.Composed
+    from harness.config import compose
+
+    overrides = list(args.overrides)
+    if args.seed is not None:
+        overrides.append(f"seed={args.seed}")
+    return compose(args.task, args.model, args.profile, overrides)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    composed = _compose(args)
+    from harness.runners.launch import launch
+
+    return launch(composed, force=args.force, runs_dir=Path(args.runs_dir) if args.runs_dir else None)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from omegaconf import OmegaConf
+
+    from harness.registry import load_entry
+
+    composed = _compose(args)
+    load_entry(composed.task.entry)(composed.cfg)  # the task checks its own settings
+    print(f"# run_id: {composed.run_id}")
+    print(OmegaConf.to_yaml(composed.cfg), end="")
+    return 0
+
+
+def cmd_data(args: argparse.Namespace) -> int:
+    if args.task != "babi":
+        raise UserError(f"'harness data' can write generated data for: babi (not '{args.task}')")
+    from tasks.babi.generator import write_dataset
+
+    for babi_id in args.ids:
+        paths = write_dataset(Path(args.out), babi_id, seed=args.seed, n_train=args.n_train, n_test=args.n_test)
+        print(f"task {babi_id}: {paths['train']}  {paths['test']}")
+    return 0
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() not in ("", "0", "false", "no")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="tasks, models and the task x model matrix").set_defaults(func=cmd_list)
+    for name, func, text in (("bench", cmd_bench, "train and test one (task, model) pair"),
+                             ("validate", cmd_validate, "print the resolved config of a run without running it")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--task", required=True)
+        p.add_argument("--model", required=True)
+        p.add_argument("--profile", default="cpu", help="smoke | cpu (default) | paper")
+        p.add_argument("--seed", type=int, default=None)
+        p.add_argument("--force", action="store_true", default=_truthy(os.environ.get("FORCE")),
+                       help="retrain even if the run completed")
+        p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+        p.add_argument("overrides", nargs="*", help="config overrides, e.g. optim.lr=3e-4 task.babi_id=2")
+        p.set_defaults(func=func)
+    p = sub.add_parser("data", help="write a task's generated data in its official file format")
+    p.add_argument("task")
+    p.add_argument("--out", required=True)
+    p.add_argument("--ids", type=int, nargs="+", default=[1])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-train", type=int, default=10000)
+    p.add_argument("--n-test", type=int, default=1000)
+    p.set_defaults(func=cmd_data)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; the same command resumes the run", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""Exceptions that carry a user-facing message.
+
+A :class:`UserError` is a mistake the user can fix (a wrong name, a bad override, a malformed data
+file). The command line prints its message as one line and exits with code 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class UserError(Exception):
+    """A mistake in the user's input; reported as one readable line, exit code 2."""
+
+
+class DataFormatError(UserError):
+    """A data file does not follow its documented format; the message names the file and line."""
+
+
+class DivergedError(RuntimeError):
+    """Training produced a non-finite loss; the run is stored with status ``diverged``."""
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """A ' (did you mean X?)' suffix for the closest choice, or '' when nothing is close."""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

@@ -1,0 +1,119 @@
+"""Optimisers, including the TF1 semantics the reference implementations trained with, and the
+learning-rate policy (warm-up, one-off decay on a validation-loss threshold).
+
+``tf1_nadam`` is ``tf.contrib.opt.NadamOptimizer`` as TF1 computes it: the Adam kernel with
+``use_nesterov=True`` (REFERENCE.md §1.5)::
+
+    m_t  = b1 m + (1 - b1) g
+    v_t  = b2 v + (1 - b2) g^2
+    lr_t = lr sqrt(1 - b2^t) / (1 - b1^t)
+    theta <- theta - lr_t (b1 m_t + (1 - b1) g) / (sqrt(v_t) + eps)
+
+It is not ``torch.optim.NAdam``, which follows Dozat's momentum schedule
+``mu_t = b1 (1 - 0.5 * 0.96^(0.004 t))`` and does not reduce to the above for any setting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch.optim import Optimizer
+
+from harness.errors import UserError
+
+
+class TF1Nadam(Optimizer):
+    """Adam with TF1's Nesterov update (``tf.contrib.opt.NadamOptimizer``), epsilon outside the sqrt."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8) -> None:
+        if lr < 0 or eps < 0 or not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
+            raise ValueError(f"invalid TF1Nadam hyperparameters lr={lr} betas={betas} eps={eps}")
+        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps})
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                grad = param.grad
+                state = self.state[param]
+                if not state:
+                    state["step"] = 0
+                    state["m"] = torch.zeros_like(param)
+                    state["v"] = torch.zeros_like(param)
+                state["step"] += 1
+                t = state["step"]
+                m, v = state["m"], state["v"]
+                m.mul_(beta1).add_(grad, alpha=1 - beta1)
+                v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                lr_t = group["lr"] * (1 - beta2**t) ** 0.5 / (1 - beta1**t)
+                nesterov = m.mul(beta1).add_(grad, alpha=1 - beta1)
+                param.addcdiv_(nesterov, v.sqrt().add_(group["eps"]), value=-lr_t)
+        return loss
+
+
+OPTIMIZERS = ("adam", "adamw", "tf1_nadam", "sgd")
+
+
+def build_optimizer(params: Iterable[Any], cfg: Any) -> Optimizer:
+    """The optimiser named by ``cfg.name`` (``optim`` section of the run config)."""
+    betas = tuple(cfg.betas)
+    if cfg.name == "tf1_nadam":
+        return TF1Nadam(params, lr=cfg.lr, betas=betas, eps=cfg.eps)  # type: ignore[arg-type]
+    if cfg.name == "adam":
+        return torch.optim.Adam(params, lr=cfg.lr, betas=betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
+    if cfg.name == "adamw":
+        return torch.optim.AdamW(params, lr=cfg.lr, betas=betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
+    if cfg.name == "sgd":
+        return torch.optim.SGD(params, lr=cfg.lr, momentum=betas[0], weight_decay=cfg.weight_decay)
+    raise UserError(f"unknown optimiser 'optim.name={cfg.name}'; known: {', '.join(OPTIMIZERS)}")
+
+
+class LearningRatePolicy:
+    """The reference TPR-RNN schedule, generalised (REFERENCE.md §1.5).
+
+    * warm-up: steps ``0..warmup_steps`` inclusive run at ``lr * warmup_factor`` (TF code: full lr
+      only once ``i > 50``);
+    * decay: the first time ``val/loss`` falls below ``decay_below_val_loss``, lr is multiplied by
+      ``decay_factor`` for the rest of training (once).
+
+    Like the TF variable it replaces, changing lr keeps the optimiser's moment estimates.
+    """
+
+    def __init__(self, cfg: Any) -> None:
+        self.base_lr = float(cfg.lr)
+        self.warmup_steps = int(cfg.warmup_steps)
+        self.warmup_factor = float(cfg.warmup_factor)
+        self.decay_below = cfg.decay_below_val_loss
+        self.decay_factor = float(cfg.decay_factor)
+        self.decayed = False
+
+    def lr_at(self, step: int) -> float:
+        lr = self.base_lr
+        if self.warmup_steps > 0 and step <= self.warmup_steps:
+            lr *= self.warmup_factor
+        if self.decayed:
+            lr *= self.decay_factor
+        return lr
+
+    def observe_val_loss(self, val_loss: float) -> bool:
+        """Record a validation loss; True when this call triggered the one-off decay."""
+        if self.decay_below is not None and not self.decayed and val_loss < float(self.decay_below):
+            self.decayed = True
+            return True
+        return False
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"decayed": self.decayed}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.decayed = bool(state.get("decayed", False))

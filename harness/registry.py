@@ -1,0 +1,245 @@
+"""The registry of tasks and models, and the task x model compatibility matrix.
+
+Every task and model is described by a YAML file beside its code:
+
+* ``tasks/<task>/task.yaml`` with a ``spec`` section (name, interface, kind, entry, paper);
+* ``models/<family>/<model>.yaml`` with a ``spec`` section (name, shape, the interfaces it reads,
+  each mapped to the ``module:Class`` that builds the model for that interface, paper).
+
+Both files also carry the config defaults (``config``) and per-profile settings (``profiles``) that
+:mod:`harness.config` composes. The registry reads only these YAML files; code is imported lazily,
+when a run actually builds the task or model, so ``harness list`` and every error path stay free of
+torch, Lightning, Ray and wandb.
+
+Compatibility is computed, never listed by hand: a model fits a task when it declares the task's
+interface and the task's kind (the way MTEB checks modalities). Out-of-tree code can add entries with
+:func:`register_task` / :func:`register_model`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness import PROJECT_ROOT
+from harness.errors import UserError, did_you_mean
+
+INTERFACES = ("image", "story", "sequence", "stream", "env")
+KINDS = ("supervised", "rl")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What one example of a task looks like, and where its code lives."""
+
+    name: str
+    title: str
+    interface: str  # one of INTERFACES
+    kind: str  # one of KINDS
+    entry: str  # "module:Class", imported lazily
+    paper: str = ""
+    source: Path | None = None  # the YAML file it came from
+    config: dict[str, Any] = field(default_factory=dict)
+    profiles: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model, the interfaces it reads (each with the class that builds it), and its kinds."""
+
+    name: str
+    title: str
+    shape: str  # "recurrent" or "central"
+    interfaces: dict[str, str]  # interface -> "module:Class"
+    kinds: tuple[str, ...] = ("supervised",)
+    paper: str = ""
+    source: Path | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    profiles: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Compatibility:
+    """One cell of the task x model matrix: whether the pair runs, and why not when it does not."""
+
+    ok: bool
+    reason: str = ""
+
+
+def _require(data: dict[str, Any], key: str, path: Path) -> Any:
+    if key not in data:
+        raise UserError(f"{path}: the spec section has no '{key}'")
+    return data[key]
+
+
+def _load_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path}: not valid YAML ({exc.__class__.__name__})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def task_spec_from_yaml(path: Path) -> TaskSpec:
+    data = _load_yaml(path)
+    spec = data.get("spec") or {}
+    interface = _require(spec, "interface", path)
+    kind = spec.get("kind", "supervised")
+    if interface not in INTERFACES:
+        raise UserError(f"{path}: interface '{interface}' is not one of {', '.join(INTERFACES)}")
+    if kind not in KINDS:
+        raise UserError(f"{path}: kind '{kind}' is not one of {', '.join(KINDS)}")
+    return TaskSpec(
+        name=_require(spec, "name", path),
+        title=spec.get("title", ""),
+        interface=interface,
+        kind=kind,
+        entry=_require(spec, "entry", path),
+        paper=spec.get("paper", ""),
+        source=path,
+        config=data.get("config") or {},
+        profiles=data.get("profiles") or {},
+    )
+
+
+def model_spec_from_yaml(path: Path) -> ModelSpec:
+    data = _load_yaml(path)
+    spec = data.get("spec") or {}
+    interfaces = _require(spec, "interfaces", path)
+    unknown = sorted(set(interfaces) - set(INTERFACES))
+    if unknown:
+        raise UserError(f"{path}: unknown interface(s) {', '.join(unknown)}; known: {', '.join(INTERFACES)}")
+    return ModelSpec(
+        name=_require(spec, "name", path),
+        title=spec.get("title", ""),
+        shape=spec.get("shape", "recurrent"),
+        interfaces=dict(interfaces),
+        kinds=tuple(spec.get("kinds", ["supervised"])),
+        paper=spec.get("paper", ""),
+        source=path,
+        config=data.get("config") or {},
+        profiles=data.get("profiles") or {},
+    )
+
+
+class Registry:
+    """Tasks and models by name, discovered from the YAML files under the project root."""
+
+    def __init__(self, root: Path = PROJECT_ROOT) -> None:
+        self.root = root
+        self._tasks: dict[str, TaskSpec] | None = None
+        self._models: dict[str, ModelSpec] | None = None
+        self._extra_tasks: dict[str, TaskSpec] = {}
+        self._extra_models: dict[str, ModelSpec] = {}
+
+    # discovery -------------------------------------------------------------------------------
+    def _discover(self) -> None:
+        tasks: dict[str, TaskSpec] = {}
+        for path in sorted((self.root / "tasks").glob("*/task.yaml")):
+            spec = task_spec_from_yaml(path)
+            tasks[spec.name] = spec
+        models: dict[str, ModelSpec] = {}
+        for path in sorted((self.root / "models").glob("*/*.yaml")):
+            if "spec" not in _load_yaml(path):
+                continue  # shared config of a family, not a model
+            spec = model_spec_from_yaml(path)
+            if spec.name in models:
+                raise UserError(f"model '{spec.name}' is declared twice: {models[spec.name].source} and {path}")
+            models[spec.name] = spec
+        self._tasks, self._models = tasks, models
+
+    @property
+    def tasks(self) -> dict[str, TaskSpec]:
+        if self._tasks is None:
+            self._discover()
+        assert self._tasks is not None
+        return {**self._tasks, **self._extra_tasks}
+
+    @property
+    def models(self) -> dict[str, ModelSpec]:
+        if self._models is None:
+            self._discover()
+        assert self._models is not None
+        return {**self._models, **self._extra_models}
+
+    def add_task(self, spec: TaskSpec) -> None:
+        self._extra_tasks[spec.name] = spec
+
+    def add_model(self, spec: ModelSpec) -> None:
+        self._extra_models[spec.name] = spec
+
+    # lookup ----------------------------------------------------------------------------------
+    def task(self, name: str) -> TaskSpec:
+        tasks = self.tasks
+        if name not in tasks:
+            raise UserError(
+                f"unknown task '{name}'{did_you_mean(name, tasks)}; known tasks: {', '.join(sorted(tasks))}"
+            )
+        return tasks[name]
+
+    def model(self, name: str) -> ModelSpec:
+        models = self.models
+        if name not in models:
+            raise UserError(
+                f"unknown model '{name}'{did_you_mean(name, models)}; "
+                f"known models: {', '.join(sorted(models))}"
+            )
+        return models[name]
+
+    def compatibility(self, task: TaskSpec, model: ModelSpec) -> Compatibility:
+        if task.kind not in model.kinds:
+            return Compatibility(False, f"{model.name} trains {'/'.join(model.kinds)}; {task.name} is {task.kind}")
+        if task.interface not in model.interfaces:
+            return Compatibility(
+                False,
+                f"{model.name} reads {'/'.join(sorted(model.interfaces))}; {task.name} gives {task.interface}",
+            )
+        return Compatibility(True)
+
+    def check_pair(self, task_name: str, model_name: str) -> tuple[TaskSpec, ModelSpec]:
+        """Both specs, or a UserError that says why the pair cannot run and which models fit."""
+        task, model = self.task(task_name), self.model(model_name)
+        compat = self.compatibility(task, model)
+        if not compat.ok:
+            fitting = [m.name for m in self.models.values() if self.compatibility(task, m).ok]
+            raise UserError(
+                f"{model.name} cannot run on {task.name}: {compat.reason}; "
+                f"models that fit {task.name}: {', '.join(sorted(fitting)) or 'none yet'}"
+            )
+        return task, model
+
+    def matrix(self) -> dict[tuple[str, str], Compatibility]:
+        return {
+            (t.name, m.name): self.compatibility(t, m) for t in self.tasks.values() for m in self.models.values()
+        }
+
+
+def load_entry(entry: str) -> Any:
+    """Import ``module:attr`` lazily."""
+    module_name, _, attr = entry.partition(":")
+    module = importlib.import_module(module_name)
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ImportError(f"{module_name} has no attribute '{attr}' (entry '{entry}')") from None
+
+
+REGISTRY = Registry()
+
+
+def register_task(spec: TaskSpec) -> TaskSpec:
+    """Add a task defined outside the project tree."""
+    REGISTRY.add_task(spec)
+    return spec
+
+
+def register_model(spec: ModelSpec) -> ModelSpec:
+    """Add a model defined outside the project tree."""
+    REGISTRY.add_model(spec)
+    return spec

@@ -1,0 +1,126 @@
+"""The life of one run: find or create its directory, resume or skip it, train, and store the outcome.
+
+* a completed run is reported, not retrained (``force=True`` retrains from scratch);
+* an unfinished run (``running`` after a kill, ``failed``, ``diverged``) resumes from its last checkpoint;
+* whatever happens, ``results.json`` ends with a status: ``completed``, ``failed`` (with the error) or
+  ``diverged`` (non-finite loss).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from harness import config as config_lib
+from harness.config import Composed
+from harness.errors import DivergedError, UserError
+from harness.registry import load_entry
+from harness.runs import Run, new_results, now_iso, run_dir
+from harness.tracking import Tracker, configure_environment
+
+
+def _summary_line(run: Run, results: dict[str, Any]) -> str:
+    metrics = results.get("metrics") or {}
+    shown = "  ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items()) if k.startswith("test"))
+    rate = (results.get("throughput") or {}).get("train/examples_per_s")
+    rate_text = f"  {rate:.0f} train examples/s" if rate else ""
+    return (f"{results['status']}: {results['task']}/{results['model']} in {results['wall_time_s']:.0f} s: "
+            f"{shown}{rate_text}\n  {run.path}")
+
+
+def _start(run: Run, composed: Composed) -> dict[str, Any]:
+    cfg = composed.cfg
+    if run.exists():  # resuming an unfinished run
+        results = run.read_results()
+        results.update(status="running", error=None, attempts=results.get("attempts", 1) + 1,
+                       owner=new_results("", {}, "")["owner"], finished_at=None)
+    else:
+        summary = {"task": cfg.task.name, "model": cfg.model.name, "profile": cfg.profile, "seed": int(cfg.seed)}
+        results = new_results(composed.run_id, summary, now_iso())
+    config_lib.save(cfg, run.config_path)
+    run.write_results(results)
+    return results
+
+
+def _device_description() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return f"cuda: {torch.cuda.get_device_name(0)}"
+    return f"cpu, {torch.get_num_threads()} threads"
+
+
+def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None) -> int:
+    """Run (or resume, or report) one composed configuration; returns the process exit code."""
+    cfg = composed.cfg
+    run = run_dir(cfg.task.name, cfg.model.name, composed.run_id, runs_dir)
+    if run.owner_alive():
+        owner = run.read_results()["owner"]
+        raise UserError(f"run {composed.run_id} is in progress (pid {owner['pid']}); wait for it or stop it")
+    if run.exists() and force:
+        run.remove()
+    if run.exists() and run.status == "completed":
+        print("already completed (FORCE=1 retrains):")
+        print(_summary_line(run, run.read_results()))
+        return 0
+
+    task_cls = load_entry(composed.task.entry)
+    task = task_cls(cfg)  # validates the task's config before anything is written
+    mode = configure_environment()
+    results = _start(run, composed)
+    previous_wall = float(results.get("wall_time_s") or 0.0)
+    started = time.perf_counter()
+    print(f"run {composed.run_id} ({'resuming' if results['attempts'] > 1 else 'new'}; W&B {mode})", flush=True)
+    tracker = Tracker(run.path, composed.run_id, OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
+                      project=cfg.tracking.project,
+                      group=cfg.tracking.group or f"{cfg.task.name}-{cfg.model.name}",
+                      tags=[f"task:{cfg.task.name}", f"model:{cfg.model.name}", f"profile:{cfg.profile}",
+                            *cfg.tracking.tags])
+    exit_code = 1
+    try:
+        summary = _train(cfg, task, composed, run, tracker, results)
+        results.update(summary, status="completed")
+        exit_code = 0
+    except DivergedError as exc:
+        results.update(status="diverged", error=str(exc))
+    except UserError as exc:
+        results.update(status="failed", error=str(exc))
+        raise
+    except KeyboardInterrupt:
+        results.update(status="failed", error="interrupted (resume with the same command)")
+        raise
+    except Exception as exc:
+        results.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        results.update(wall_time_s=previous_wall + time.perf_counter() - started, finished_at=now_iso())
+        run.write_results(results)
+        tracker.summary({k: v for k, v in (results.get("metrics") or {}).items()})
+        tracker.finish(exit_code)
+    print(_summary_line(run, results), flush=True)
+    return exit_code
+
+
+def _train(cfg: Any, task: Any, composed: Composed, run: Run, tracker: Tracker,
+           results: dict[str, Any]) -> dict[str, Any]:
+    import lightning.pytorch as pl
+    import torch
+
+    from harness.runners.supervised import train_and_test
+
+    if cfg.train.threads:
+        torch.set_num_threads(int(cfg.train.threads))
+    data = task.load()
+    print(f"data: {data.source}", flush=True)
+    results.update(data_source=data.source, device=_device_description())
+    run.write_results(results)
+    pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
+    model_cls = load_entry(composed.model.interfaces[composed.task.interface])
+    model = model_cls(cfg.model, data.info)
+    results["parameters"] = sum(p.numel() for p in model.parameters())
+    if composed.task.kind != "supervised":
+        raise UserError(f"task kind '{composed.task.kind}' has no runner yet")
+    return train_and_test(cfg, data, model, run, tracker)

@@ -1,0 +1,209 @@
+"""The supervised runner (Lightning): train, validate each epoch, keep the best, test at the end.
+
+The model is a plain ``nn.Module`` that maps a batch's input tensors to class logits; this module wraps
+it with the loss, the metrics, the optimiser and the learning-rate policy. The run's progress is
+checkpointed at every validation, so the same command resumes an interrupted run from
+``checkpoints/last.ckpt`` and, because batch order depends only on (seed, epoch) and the RNG state is
+checkpointed, finishes with the same metrics as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+import torch.nn.functional as F
+from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint, TQDMProgressBar
+from lightning.pytorch.plugins.io import TorchCheckpointIO
+from omegaconf import DictConfig
+from torch import nn
+from torch.utils.data import DataLoader
+
+from harness.data import TARGET, EpochShuffleSampler, TaskData, TensorDictDataset, identity_collate
+from harness.errors import DivergedError
+from harness.optim import LearningRatePolicy, build_optimizer
+from harness.runners.recorder import RunRecorder
+from harness.runs import Run
+
+
+class SupervisedModule(pl.LightningModule):
+    """Cross-entropy classification around any model ``model(**inputs) -> logits [B, C]``."""
+
+    def __init__(self, model: nn.Module, cfg: DictConfig, test_names: list[str]) -> None:
+        super().__init__()
+        self.model = model
+        self.cfg = cfg
+        self.policy = LearningRatePolicy(cfg.optim)
+        self.test_names = test_names  # one metric prefix per test dataloader: "test", "test_<split>"
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.model(**{name: t for name, t in batch.items() if name != TARGET})
+
+    def _loss_and_acc(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self(batch)  # [B, C]
+        target = batch[TARGET]  # [B]
+        loss = F.cross_entropy(logits, target)
+        acc = (logits.argmax(dim=-1) == target).float().mean()
+        return loss, acc
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        lr = self.policy.lr_at(self.global_step)
+        for group in self.trainer.optimizers[0].param_groups:
+            group["lr"] = lr
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss, acc = self._loss_and_acc(batch)
+        if not torch.isfinite(loss):
+            raise DivergedError(f"non-finite training loss ({loss.item()}) at step {self.global_step}")
+        size = batch[TARGET].shape[0]
+        self.log("train/loss", loss, on_step=True, on_epoch=False, prog_bar=True, batch_size=size)
+        self.log("train/acc", acc, on_step=True, on_epoch=False, batch_size=size)
+        return loss
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        loss, acc = self._loss_and_acc(batch)
+        size = batch[TARGET].shape[0]
+        self.log("val/loss", loss, on_epoch=True, prog_bar=True, batch_size=size)
+        self.log("val/acc", acc, on_epoch=True, prog_bar=True, batch_size=size)
+
+    def on_validation_epoch_end(self) -> None:
+        if self.trainer.sanity_checking:
+            return
+        val_loss = self.trainer.callback_metrics.get("val/loss")
+        if val_loss is not None and self.policy.observe_val_loss(float(val_loss)):
+            print(f"val/loss {float(val_loss):.4f} < {self.policy.decay_below}: learning rate x "
+                  f"{self.policy.decay_factor} from now on", flush=True)
+
+    def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
+        loss, acc = self._loss_and_acc(batch)
+        prefix = self.test_names[dataloader_idx]
+        size = batch[TARGET].shape[0]
+        self.log(f"{prefix}/loss", loss, on_epoch=True, batch_size=size, add_dataloader_idx=False)
+        self.log(f"{prefix}/acc", acc, on_epoch=True, batch_size=size, add_dataloader_idx=False)
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return build_optimizer(self.model.parameters(), self.cfg.optim)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["harness"] = {
+            "lr_policy": self.policy.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "fit_stopped": bool(self.trainer.should_stop),
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        state = checkpoint.get("harness", {})
+        self.policy.load_state_dict(state.get("lr_policy", {}))
+        if "torch_rng" in state:
+            torch.set_rng_state(state["torch_rng"])
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Checkpoints written to a temporary file and renamed: a kill never leaves a truncated file."""
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.tmp")
+        super().save_checkpoint(checkpoint, tmp, storage_options)
+        tmp.replace(target)
+
+
+def _loader(dataset: TensorDictDataset, batch_size: int, sampler: EpochShuffleSampler | None = None) -> DataLoader:
+    return DataLoader(dataset, batch_size=batch_size, sampler=sampler, shuffle=False, num_workers=0,
+                      collate_fn=identity_collate)
+
+
+def _quiet_lightning() -> None:
+    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+    warnings.filterwarnings("ignore", message=".*(LitLogger|litlogger).*")
+    warnings.filterwarnings("ignore", message=".*exists and is not empty.*")
+    warnings.filterwarnings("ignore", message=".*number of training batches.*smaller than the logging interval.*")
+    warnings.filterwarnings("ignore", message=".*treespec, LeafSpec.*")
+
+
+def fit_stopped_early(checkpoint: Path) -> bool:
+    """Whether the checkpoint was taken at the moment training decided to stop."""
+    if not checkpoint.exists():
+        return False
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    return bool(state.get("harness", {}).get("fit_stopped", False))
+
+
+def train_and_test(cfg: DictConfig, data: TaskData, model: nn.Module, run: Run, tracker: Any) -> dict[str, Any]:
+    """Fit with validation each epoch, then test the best checkpoint. Returns the run's summary."""
+    _quiet_lightning()
+    train_cfg = cfg.train
+    test_names = ["test", *[f"test_{name}" for name in data.extra_test]]
+    module = SupervisedModule(model, cfg, test_names)
+    recorder = RunRecorder(run, tracker, monitor=train_cfg.monitor, monitor_mode=train_cfg.monitor_mode,
+                           max_epochs=train_cfg.max_epochs)
+    checkpoint = ModelCheckpoint(
+        dirpath=run.checkpoint_dir, filename="best", monitor=train_cfg.monitor, mode=train_cfg.monitor_mode,
+        save_last=True, save_top_k=1, enable_version_counter=False, auto_insert_metric_name=False,
+    )
+    callbacks: list[pl.Callback] = [recorder, checkpoint]
+    if train_cfg.early_stop_patience is not None or train_cfg.stop_at is not None:
+        callbacks.append(EarlyStopping(
+            monitor=train_cfg.monitor, mode=train_cfg.monitor_mode,
+            patience=train_cfg.early_stop_patience if train_cfg.early_stop_patience is not None else 10**9,
+            stopping_threshold=train_cfg.stop_at, check_on_train_epoch_end=False, verbose=False,
+        ))
+    interactive = sys.stderr.isatty()
+    if interactive:
+        callbacks.append(TQDMProgressBar(refresh_rate=10))
+    limit_eval = train_cfg.limit_eval_batches if train_cfg.limit_eval_batches is not None else 1.0
+    trainer = pl.Trainer(
+        accelerator="cpu" if not torch.cuda.is_available() else "auto",
+        devices=1,
+        max_epochs=train_cfg.max_epochs,
+        max_time={"seconds": train_cfg.max_time_s} if train_cfg.max_time_s else None,
+        limit_train_batches=train_cfg.limit_train_batches if train_cfg.limit_train_batches is not None else 1.0,
+        limit_val_batches=limit_eval,
+        limit_test_batches=limit_eval,
+        gradient_clip_val=cfg.optim.grad_clip or None,
+        gradient_clip_algorithm="norm",
+        deterministic=True,
+        num_sanity_val_steps=0,
+        logger=False,
+        callbacks=callbacks,
+        enable_progress_bar=interactive,
+        enable_model_summary=False,
+        log_every_n_steps=train_cfg.log_every_n_steps,
+        default_root_dir=str(run.path),
+        plugins=[AtomicCheckpointIO()],
+    )
+    sampler = EpochShuffleSampler(len(data.train), seed=int(cfg.seed))
+    train_loader = _loader(data.train, train_cfg.batch_size, sampler)
+    val_loader = _loader(data.val, train_cfg.eval_batch_size)
+    resume = run.last_checkpoint if run.last_checkpoint.exists() else None
+    if resume is not None:
+        print(f"resuming from {resume}", flush=True)
+    if resume is None or not fit_stopped_early(resume):
+        trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader,
+                    ckpt_path=str(resume) if resume else None)
+    else:
+        print("training had already finished; testing the best checkpoint", flush=True)
+    best = run.best_checkpoint if run.best_checkpoint.exists() else None
+    test_loaders = [_loader(data.test, train_cfg.eval_batch_size)]
+    test_loaders += [_loader(split, train_cfg.eval_batch_size) for split in data.extra_test.values()]
+    outputs = trainer.test(module, dataloaders=test_loaders, ckpt_path=str(best) if best else None, verbose=False)
+    test_metrics: dict[str, float] = {}
+    for result in outputs:
+        test_metrics.update({key: float(value) for key, value in result.items()})
+    for name in test_names:
+        if f"{name}/acc" in test_metrics:
+            test_metrics[f"{name}/error"] = 1.0 - test_metrics[f"{name}/acc"]
+    summary = recorder.summary()
+    summary["metrics"] = {**summary["metrics"], **test_metrics}
+    if any(math.isnan(v) for v in test_metrics.values()):
+        raise DivergedError("test metrics are NaN")
+    recorder.record_final(summary["steps"], summary["epochs"], test_metrics)
+    return summary

@@ -1,0 +1,239 @@
+"""The run store: the single source of truth for every run.
+
+Layout::
+
+    runs/<task>/<model>/<run_id>/
+      config.yaml     resolved config
+      results.json    schema_version, status, final and best metrics, seed, git, versions, device,
+                      wall time, steps, throughput, data source, error
+      metrics.csv     curves, one row per logged step
+      checkpoints/    last.ckpt and best.ckpt
+      wandb/          the offline W&B run
+
+Every write is atomic (a temporary file in the same directory, then ``os.replace``), so a killed run
+never leaves a half-written file. A run whose status is not ``completed`` is resumed by the same
+command from ``checkpoints/last.ckpt``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from harness import PROJECT_ROOT
+
+SCHEMA_VERSION = 1
+STATUSES = ("running", "completed", "failed", "diverged")
+
+
+def default_runs_dir() -> Path:
+    return Path(os.environ.get("HARNESS_RUNS_DIR", "runs"))
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def git_info(root: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """The commit the code came from and whether the tree had uncommitted changes."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=root, capture_output=True, text=True, timeout=5, check=True,
+            ).stdout.strip()
+        )
+        return {"commit": commit, "dirty": dirty}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def package_versions(names: tuple[str, ...] = ("torch", "lightning", "omegaconf", "wandb", "numpy")) -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+@dataclass
+class Run:
+    """One run directory and its files."""
+
+    path: Path
+
+    @property
+    def results_path(self) -> Path:
+        return self.path / "results.json"
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.csv"
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def last_checkpoint(self) -> Path:
+        return self.checkpoint_dir / "last.ckpt"
+
+    @property
+    def best_checkpoint(self) -> Path:
+        return self.checkpoint_dir / "best.ckpt"
+
+    def exists(self) -> bool:
+        return self.results_path.exists()
+
+    def read_results(self) -> dict[str, Any]:
+        return json.loads(self.results_path.read_text())
+
+    def write_results(self, results: dict[str, Any]) -> None:
+        atomic_write_text(self.results_path, json.dumps(results, indent=2, sort_keys=False, default=float) + "\n")
+
+    def update_results(self, **fields: Any) -> dict[str, Any]:
+        results = self.read_results()
+        results.update(fields)
+        self.write_results(results)
+        return results
+
+    @property
+    def status(self) -> str | None:
+        return self.read_results().get("status") if self.exists() else None
+
+    def owner_alive(self) -> bool:
+        """Whether a process on this host is still running this run (guards against two writers)."""
+        if not self.exists():
+            return False
+        owner = self.read_results().get("owner") or {}
+        if self.status != "running" or owner.get("host") != socket.gethostname():
+            return False
+        pid = owner.get("pid")
+        if not isinstance(pid, int) or pid == os.getpid():
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return _pid_cmdline_mentions(pid, "harness")
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _pid_cmdline_mentions(pid: int, word: str) -> bool:
+    try:
+        return word in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return True
+
+
+def run_dir(task: str, model: str, run_id: str, runs_dir: Path | None = None) -> Run:
+    return Run((runs_dir or default_runs_dir()) / task / model / run_id)
+
+
+def new_results(run_id: str, cfg_summary: dict[str, Any], started_at: str) -> dict[str, Any]:
+    """The initial results.json of a run (status running)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        **cfg_summary,
+        "status": "running",
+        "metrics": {},
+        "best": None,
+        "steps": 0,
+        "epochs": 0,
+        "wall_time_s": 0.0,
+        "throughput": {},
+        "data_source": None,
+        "git": git_info(),
+        "versions": package_versions(),
+        "device": None,
+        "started_at": started_at,
+        "finished_at": None,
+        "attempts": 1,
+        "owner": {"host": socket.gethostname(), "pid": os.getpid()},
+        "error": None,
+    }
+
+
+class CurveWriter:
+    """``metrics.csv``: one row per logged step, columns grown as new metrics appear.
+
+    Rows are kept in memory and the whole file is rewritten atomically at each flush (the files are
+    small), so the CSV is always complete and well-formed. On resume, rows past the restored step are
+    dropped, so a curve never holds the same step twice.
+    """
+
+    KEY_COLUMNS = ("step", "epoch")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rows: list[dict[str, Any]] = []
+        if path.exists():
+            with path.open(newline="") as handle:
+                self.rows = [self._parse(row) for row in csv.DictReader(handle)]
+
+    @staticmethod
+    def _parse(row: dict[str, str]) -> dict[str, Any]:
+        parsed: dict[str, Any] = {}
+        for key, value in row.items():
+            if value in ("", None):
+                continue
+            parsed[key] = int(value) if key in CurveWriter.KEY_COLUMNS else float(value)
+        return parsed
+
+    def truncate_after(self, step: int) -> None:
+        self.rows = [row for row in self.rows if row.get("step", 0) <= step]
+        self.flush()
+
+    def append(self, step: int, epoch: int, values: dict[str, float]) -> None:
+        self.rows.append({"step": step, "epoch": epoch, **values})
+
+    def flush(self) -> None:
+        columns = list(self.KEY_COLUMNS)
+        for row in self.rows:
+            columns.extend(key for key in row if key not in columns)
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(self.rows)
+        atomic_write_text(self.path, buffer.getvalue())

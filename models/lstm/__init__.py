@@ -1,0 +1,1 @@
+"""A word-level LSTM reader: the recurrent baseline."""

@@ -1,0 +1,1 @@
+"""TPR-RNN (Schlag & Schmidhuber 2018)."""

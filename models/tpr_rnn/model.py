@@ -1,0 +1,177 @@
+"""TPR-RNN (Schlag & Schmidhuber, NeurIPS 2018): a recurrent tensor-product-representation memory for
+bAbI, as its reference implementation computes it (REFERENCE.md §1.2-1.5).
+
+Input module (§1.2)
+    E [V, S] word embedding with S = V (embedding width = vocabulary size), U(-0.1, 0.1);
+    P [W, S] position weights, stored as ones and read as P / W (the TF variable's scaling);
+    s_t = sum_w E[x_tw] * P_w      (padding id 0 is an ordinary row of E, as in the reference)
+
+Update module (§1.3, eqs. 4-14), per statement t, five 2-layer tanh MLPs on s_t:
+    e1, e2 in R^{d_e};  r1, r2, r3 in R^{d_r}
+    F . (a, r) := sum_{e, r'} a_e r_r' F[e, r', :]          (unbinding)
+    w^ = F_{t-1} . (e1, r1)   m^ = F_{t-1} . (e1, r2)   b^ = F_{t-1} . (e2, r3)      (eqs. 9, 11, 13)
+    F_t = F_{t-1} + e1 (x) r1 (x) (e2 - w^) + e1 (x) r2 (x) (w^ - m^) + e2 (x) r3 (x) (e1 - b^)   (10, 12, 14)
+    statements past the story's length do not update F (the reference's dynamic_rnn sequence_length).
+
+Inference module (§1.4, eqs. 17-20), question MLPs q_e1 in R^{d_e}, q_r1..q_r3 in R^{d_r}:
+    i1 = LN(F . (q_e1, q_r1));  i2 = LN(F . (i1, q_r2));  i3 = LN(F . (i2, q_r3))
+    logits = (i1 + i2 + i3) Z,   Z [d_e, V] Glorot-uniform and trained (the PyTorch port froze it)
+    LN: mean and biased variance over features, eps 1e-7, one scalar gain and one scalar bias per LN.
+
+Two exact implementations of F (``model.memory``):
+* ``dense`` keeps F as a [B, d_e, d_r, d_e] tensor, as the reference does;
+* ``factored`` (default) keeps F as the sum of its rank-one updates, three (e, r, f) triples per
+  statement, and unbinds with F . (a, r) = sum_k (a . e_k)(r . r_k) f_k. The two agree to float
+  rounding (tests check it); factored costs O(T (2 d_e + d_r)) per read instead of O(d_e^2 d_r).
+
+Deviations, all without effect on the function computed: one_hot(x) E is written as an embedding
+lookup (same values and gradients); q_e2, computed but unused by the reference, is not built.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+
+def glorot_uniform_(weight: torch.Tensor, fan_in: int, fan_out: int) -> torch.Tensor:
+    limit = math.sqrt(6.0 / (fan_in + fan_out))
+    with torch.no_grad():
+        return weight.uniform_(-limit, limit)
+
+
+class MLPBank(nn.Module):
+    """``n`` independent 2-layer MLPs ``tanh(W2 tanh(W1 x + b1) + b2)`` with the same output size,
+    evaluated together. Weights Glorot-uniform (per MLP), biases zero (REFERENCE.md §1.3)."""
+
+    def __init__(self, n: int, d_in: int, d_hidden: int, d_out: int) -> None:
+        super().__init__()
+        self.w1 = nn.Parameter(torch.empty(n, d_in, d_hidden))
+        self.b1 = nn.Parameter(torch.zeros(n, d_hidden))
+        self.w2 = nn.Parameter(torch.empty(n, d_hidden, d_out))
+        self.b2 = nn.Parameter(torch.zeros(n, d_out))
+        for i in range(n):
+            glorot_uniform_(self.w1[i], d_in, d_hidden)
+            glorot_uniform_(self.w2[i], d_hidden, d_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x [..., d_in] -> [n, ..., d_out]"""
+        hidden = torch.tanh(torch.einsum("...i,nih->n...h", x, self.w1) + _expand(self.b1, x.dim()))
+        return torch.tanh(torch.einsum("n...h,nho->n...o", hidden, self.w2) + _expand(self.b2, x.dim()))
+
+
+def _expand(bias: torch.Tensor, x_dim: int) -> torch.Tensor:
+    """bias [n, d] -> [n, 1, ..., 1, d] to broadcast over the batch dimensions of x."""
+    return bias.view(bias.shape[0], *([1] * (x_dim - 1)), bias.shape[1])
+
+
+class ScalarLayerNorm(nn.Module):
+    """LayerNorm with one scalar gain and one scalar bias, eps 1e-7 (the reference's ``lib.norm``)."""
+
+    def __init__(self, eps: float = 1e-7) -> None:
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(()))
+        self.bias = nn.Parameter(torch.zeros(()))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean = x.mean(dim=-1, keepdim=True)
+        var = x.var(dim=-1, keepdim=True, unbiased=False)
+        return (x - mean) / torch.sqrt(var + self.eps) * self.gain + self.bias
+
+
+class DenseTPR:
+    """F as a dense [B, d_e, d_r, d_e] tensor (the reference's representation)."""
+
+    def __init__(self, batch: int, d_e: int, d_r: int, like: torch.Tensor) -> None:
+        self.F = like.new_zeros(batch, d_e, d_r, d_e)  # [B, e, r, f]
+
+    def read(self, a: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        """F . (a, r): a [B, d_e], r [B, d_r] -> [B, d_e]"""
+        return torch.einsum("be,br,berf->bf", a, r, self.F)
+
+    def write(self, e: torch.Tensor, r: torch.Tensor, f: torch.Tensor) -> None:
+        """F += sum_i e_i (x) r_i (x) f_i; e, f [B, n, d_e], r [B, n, d_r]"""
+        self.F = self.F + torch.einsum("bne,bnr,bnf->berf", e, r, f)
+
+
+class FactoredTPR:
+    """F as the list of its rank-one updates e_k (x) r_k (x) f_k (exactly equal to the dense sum)."""
+
+    def __init__(self, batch: int, d_e: int, d_r: int, like: torch.Tensor) -> None:
+        self.e = like.new_zeros(batch, 0, d_e)  # [B, K, d_e]
+        self.r = like.new_zeros(batch, 0, d_r)  # [B, K, d_r]
+        self.f = like.new_zeros(batch, 0, d_e)  # [B, K, d_e]
+
+    def read(self, a: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        """F . (a, r) = sum_k (a . e_k)(r . r_k) f_k: a [B, d_e], r [B, d_r] -> [B, d_e]"""
+        weight = torch.einsum("bke,be->bk", self.e, a) * torch.einsum("bkr,br->bk", self.r, r)  # [B, K]
+        return torch.einsum("bk,bkf->bf", weight, self.f)
+
+    def write(self, e: torch.Tensor, r: torch.Tensor, f: torch.Tensor) -> None:
+        """Append the triples; e, f [B, n, d_e], r [B, n, d_r]"""
+        self.e = torch.cat([self.e, e], dim=1)
+        self.r = torch.cat([self.r, r], dim=1)
+        self.f = torch.cat([self.f, f], dim=1)
+
+
+MEMORIES = {"dense": DenseTPR, "factored": FactoredTPR}
+
+
+class TPRRNN(nn.Module):
+    """TPR-RNN for the ``story`` interface: (story [B, T, W], story_len [B], query [B, W]) -> logits [B, V]."""
+
+    def __init__(self, cfg: Any, info: dict[str, Any]) -> None:
+        super().__init__()
+        vocab, words = int(info["vocab_size"]), int(info["max_sent_len"])
+        d_e, d_r, d_h = int(cfg.entity_size), int(cfg.role_size), int(cfg.hidden_size)
+        if cfg.memory not in MEMORIES:
+            raise ValueError(f"model.memory must be one of {sorted(MEMORIES)}, got {cfg.memory!r}")
+        self.memory_cls = MEMORIES[cfg.memory]
+        self.d_e, self.d_r = d_e, d_r
+        symbol = vocab  # S = V (REFERENCE.md §1.2)
+        self.embedding = nn.Parameter(torch.empty(vocab, symbol).uniform_(-cfg.init_limit, cfg.init_limit))
+        self.position_raw = nn.Parameter(torch.ones(words, symbol))  # read as P / W
+        self.words = words
+        self.update_entities = MLPBank(2, symbol, d_h, d_e)  # e1, e2
+        self.update_roles = MLPBank(3, symbol, d_h, d_r)  # r1, r2, r3
+        self.query_entity = MLPBank(1, symbol, d_h, d_e)  # q_e1
+        self.query_roles = MLPBank(3, symbol, d_h, d_r)  # q_r1, q_r2, q_r3
+        self.norms = nn.ModuleList([ScalarLayerNorm() for _ in range(3)])
+        self.Z = nn.Parameter(glorot_uniform_(torch.empty(d_e, vocab), d_e, vocab))
+
+    def encode(self, tokens: torch.Tensor) -> torch.Tensor:
+        """s = sum_w E[x_w] * P_w / W:  tokens [..., W] -> [..., S]"""
+        embedded = self.embedding[tokens]  # [..., W, S]
+        return (embedded * (self.position_raw / self.words)).sum(dim=-2)
+
+    def forward(self, story: torch.Tensor, story_len: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+        batch, steps, _ = story.shape
+        sentences = self.encode(story)  # [B, T, S]
+        e1, e2 = self.update_entities(sentences)  # each [B, T, d_e]
+        r1, r2, r3 = self.update_roles(sentences)  # each [B, T, d_r]
+        mask = (torch.arange(steps, device=story.device) < story_len[:, None]).to(sentences.dtype)  # [B, T]
+
+        memory = self.memory_cls(batch, self.d_e, self.d_r, sentences)
+        for t in range(steps):
+            a1, a2, b1, b2, b3 = e1[:, t], e2[:, t], r1[:, t], r2[:, t], r3[:, t]
+            w_hat = memory.read(a1, b1)  # eq. 9
+            m_hat = memory.read(a1, b2)  # eq. 11
+            b_hat = memory.read(a2, b3)  # eq. 13
+            keep = mask[:, t, None]  # [B, 1]: padded statements write nothing
+            memory.write(
+                torch.stack([a1, a1, a2], dim=1),  # [B, 3, d_e]
+                torch.stack([b1, b2, b3], dim=1),  # [B, 3, d_r]
+                torch.stack([a2 - w_hat, w_hat - m_hat, a1 - b_hat], dim=1) * keep[:, :, None],  # eqs. 10, 12, 14
+            )
+
+        q = self.encode(query)  # [B, S]
+        (q_e1,) = self.query_entity(q)  # [B, d_e]
+        q_r1, q_r2, q_r3 = self.query_roles(q)  # each [B, d_r]
+        i1 = self.norms[0](memory.read(q_e1, q_r1))  # eq. 17
+        i2 = self.norms[1](memory.read(i1, q_r2))  # eq. 18
+        i3 = self.norms[2](memory.read(i2, q_r3))  # eq. 19
+        return (i1 + i2 + i3) @ self.Z  # eq. 20, [B, V]

@@ -1,0 +1,1 @@
+"""Tasks: one folder each, with its data loader or generator, ``task.yaml`` and README."""

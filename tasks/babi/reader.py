@@ -1,0 +1,67 @@
+"""Reading the official bAbI v1.2 text format into (story, question, answer) samples.
+
+Format (Weston et al. 2015): ``ID text`` lines; a question line is
+``ID question<TAB>answer<TAB>supporting ids``; the ID returning to 1 starts a new story. Every question
+yields one sample whose story is all the statements before it in its story (questions are not part
+of the story), as the TPR-RNN reference reader does (REFERENCE.md §1.6).
+
+Tokens: lower-cased words and punctuation marks, ``re.findall(r"\\w+|[^\\w\\s]+")``, which gives the
+tokens the reference tokenizer produced on Python 3.6 (its own pattern misbehaves on Python >= 3.7).
+The answer (e.g. ``apple,football`` in task 8 or ``n,w`` in task 19) is one vocabulary word.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import DataFormatError
+
+_TOKEN = re.compile(r"\w+|[^\w\s]+")
+
+
+def tokenize(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+@dataclass(frozen=True)
+class Sample:
+    story: tuple[tuple[str, ...], ...]  # statements before the question, tokenised
+    question: tuple[str, ...]
+    answer: str
+    story_id: int  # index of the story in its file (keeps a story's questions together when splitting)
+
+
+def read_samples(path: Path) -> list[Sample]:
+    """All samples of one file; a malformed line raises DataFormatError naming the file and line."""
+    samples: list[Sample] = []
+    story: list[tuple[str, ...]] = []
+    story_id = -1
+    expected_id = 1
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        head, _, text = line.partition(" ")
+        if not head.isdigit() or not text.strip():
+            raise DataFormatError(f"{path}:{lineno}: expected 'ID text', got {line[:60]!r}")
+        line_id = int(head)
+        if line_id == 1:
+            story, story_id, expected_id = [], story_id + 1, 1
+        if line_id != expected_id or story_id < 0:
+            raise DataFormatError(f"{path}:{lineno}: line id {line_id} out of sequence (expected {expected_id} or 1)")
+        expected_id += 1
+        if "\t" in text:
+            fields = text.split("\t")
+            if len(fields) < 2 or not fields[1].strip():
+                raise DataFormatError(f"{path}:{lineno}: a question line needs 'question<TAB>answer<TAB>supports'")
+            samples.append(Sample(tuple(story), tuple(tokenize(fields[0])), fields[1].strip().lower(), story_id))
+        else:
+            story.append(tuple(tokenize(text)))
+    if not samples:
+        raise DataFormatError(f"{path}: no question lines found")
+    return samples

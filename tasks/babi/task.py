@@ -1,0 +1,193 @@
+"""The bAbI task: official files when present, otherwise the built-in generator; tensors for the
+``story`` interface.
+
+One example (shapes for one question)::
+
+    story      [T, W]  token ids of the last T statements before the question (0 = padding)
+    story_len  []      number of real statements (the rest of the T slots are padding)
+    query      [W]     token ids of the question
+    target     []      token id of the answer word
+
+T is the longest story (after keeping the last 70 statements, 130 for task 3, as the TPR-RNN
+reference does) and W the longest sentence or question over all splits of the task. The vocabulary
+is built from the training split only; index 0 is padding and index 1 stands for a word never seen
+in training (the reference has no such entry; bAbI's test words all occur in training).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from harness.data import TaskData, TensorDictDataset
+from harness.errors import UserError
+from harness.paths import cache_dir, data_dir, data_dir_label
+from tasks.babi.reader import Sample, read_samples
+
+DATA_SETS = ("en", "en-10k", "en-valid-10k")
+SOURCES = ("auto", "files", "generator")
+PAD, UNK = "<pad>", "<unk>"
+
+
+def story_limit(babi_id: int, configured: int | None) -> int:
+    """Statements kept before each question (REFERENCE.md §1.6: 70, or 130 for task 3)."""
+    if configured is not None:
+        return int(configured)
+    return 130 if babi_id == 3 else 70
+
+
+def find_split_file(folder: Path, babi_id: int, split: str) -> Path | None:
+    """``qa{N}_*_{split}.txt`` (en, en-10k) or ``qa{N}_{split}.txt`` (en-valid-10k)."""
+    matches = sorted(folder.glob(f"qa{babi_id}_*{split}.txt"))
+    return matches[0] if matches else None
+
+
+def candidate_folders(root: Path, data_set: str) -> list[Path]:
+    return [root / "babi" / data_set, root / "babi" / "tasks_1-20_v1-2" / data_set,
+            root / "tasks_1-20_v1-2" / data_set]
+
+
+class BabiTask:
+    """Loads one of the 20 bAbI tasks (``task.babi_id``) and turns it into tensors."""
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg = cfg.task
+        self.babi_id = int(self.cfg.babi_id)
+        if not 1 <= self.babi_id <= 20:
+            raise UserError(f"bad value for 'task.babi_id': {self.babi_id} (bAbI has tasks 1..20)")
+        if self.cfg.data_set not in DATA_SETS:
+            raise UserError(f"bad value for 'task.data_set': {self.cfg.data_set!r}; one of {', '.join(DATA_SETS)}")
+        if self.cfg.source not in SOURCES:
+            raise UserError(f"bad value for 'task.source': {self.cfg.source!r}; one of {', '.join(SOURCES)}")
+        if not 0.0 < float(self.cfg.val_fraction) < 1.0:
+            raise UserError(f"bad value for 'task.val_fraction': {self.cfg.val_fraction} (must be in (0, 1))")
+
+    # locating the files ------------------------------------------------------------------------
+    def _official_files(self) -> tuple[dict[str, Path], str] | None:
+        root = data_dir()
+        for folder in candidate_folders(root, self.cfg.data_set):
+            test = find_split_file(folder, self.babi_id, "test")
+            if test is None:
+                continue
+            files = {"test": test}
+            notes = []
+            train = find_split_file(folder, self.babi_id, "train")
+            if train is None:  # en-10k ships without task 3's train file in some copies: use the 1k one
+                fallback = folder.parent / "en"
+                train = find_split_file(fallback, self.babi_id, "train")
+                if train is None:
+                    continue
+                notes.append(f"train file missing from {self.cfg.data_set}; using {fallback.name}'s")
+            files["train"] = train
+            valid = find_split_file(folder, self.babi_id, "valid")
+            if valid is not None:
+                files["valid"] = valid
+            label = f"files: {folder} task {self.babi_id} ({data_dir_label()})"
+            return files, label + (f"; {'; '.join(notes)}" if notes else "")
+        return None
+
+    def _generated_files(self) -> tuple[dict[str, Path], str]:
+        from tasks.babi.generator import SUPPORTED_TASKS, write_dataset
+
+        if self.babi_id not in SUPPORTED_TASKS:
+            raise UserError(
+                f"bAbI task {self.babi_id}: no official files under {data_dir()} ({data_dir_label()}) and the "
+                f"built-in generator covers tasks {', '.join(map(str, sorted(SUPPORTED_TASKS)))}; "
+                "point HARNESS_DATA_DIR at the official v1.2 files"
+            )
+        n_train, n_test = int(self.cfg.generator_train_questions), int(self.cfg.generator_test_questions)
+        seed = int(self.cfg.generator_seed)
+        folder = cache_dir() / "babi" / f"generated-s{seed}-{n_train}-{n_test}"
+        files = {"train": folder / _generated_name(self.babi_id, "train"),
+                 "test": folder / _generated_name(self.babi_id, "test")}
+        cached = all(path.exists() for path in files.values())
+        if not cached:
+            written = write_dataset(folder, self.babi_id, seed=seed, n_train=n_train, n_test=n_test)
+            files = {"train": written["train"], "test": written["test"]}
+        label = (f"generator: bAbI task {self.babi_id}, seed {seed}, {n_train} train / {n_test} test questions "
+                 f"({'cached' if cached else 'written'} in {folder})")
+        return files, label
+
+    def locate(self) -> tuple[dict[str, Path], str]:
+        if self.cfg.source in ("auto", "files"):
+            found = self._official_files()
+            if found is not None:
+                return found
+            if self.cfg.source == "files":
+                raise UserError(f"bAbI task {self.babi_id}: no {self.cfg.data_set} files under {data_dir()} "
+                                f"({data_dir_label()}); expected e.g. {data_dir()}/babi/{self.cfg.data_set}/")
+        return self._generated_files()
+
+    # building the tensors ----------------------------------------------------------------------
+    def _split_train(self, samples: list[Sample]) -> tuple[list[Sample], list[Sample]]:
+        """Hold out whole stories, so no statement is shared between train and validation."""
+        stories = sorted({s.story_id for s in samples})
+        random.Random(int(self.cfg.split_seed)).shuffle(stories)
+        n_val = max(1, round(len(stories) * float(self.cfg.val_fraction)))
+        val_ids = set(stories[:n_val])
+        return [s for s in samples if s.story_id not in val_ids], [s for s in samples if s.story_id in val_ids]
+
+    def load(self) -> TaskData:
+        files, source = self.locate()
+        train = read_samples(files["train"])
+        if "valid" in files:
+            val = read_samples(files["valid"])
+        else:
+            train, val = self._split_train(train)
+        test = read_samples(files["test"])
+        limit = story_limit(self.babi_id, self.cfg.max_story_sentences)
+        vocab = build_vocab(train)
+        splits = {"train": train, "val": val, "test": test}
+        max_story = max(min(len(s.story), limit) for samples in splits.values() for s in samples)
+        max_words = max(
+            max((len(sentence) for s in samples for sentence in s.story[-limit:]), default=1)
+            for samples in splits.values()
+        )
+        max_words = max(max_words, *(len(s.question) for samples in splits.values() for s in samples))
+        tensors = {name: vectorize(samples, vocab, limit, max(max_story, 1), max_words)
+                   for name, samples in splits.items()}
+        info = {
+            "vocab_size": len(vocab),
+            "num_classes": len(vocab),
+            "max_story_len": max(max_story, 1),
+            "max_sent_len": max_words,
+            "babi_id": self.babi_id,
+            "answers": sorted({s.answer for s in train}),
+        }
+        return TaskData(train=tensors["train"], val=tensors["val"], test=tensors["test"], info=info,
+                        source=source)
+
+
+def _generated_name(babi_id: int, split: str) -> str:
+    from tasks.babi.generator import file_name
+
+    return file_name(babi_id, split)
+
+
+def build_vocab(train: list[Sample]) -> dict[str, int]:
+    words = {w for s in train for sentence in s.story for w in sentence} | {w for s in train for w in s.question}
+    words |= {s.answer for s in train}
+    return {word: i for i, word in enumerate([PAD, UNK, *sorted(words - {PAD, UNK})])}
+
+
+def vectorize(samples: list[Sample], vocab: dict[str, int], limit: int, max_story: int,
+              max_words: int) -> TensorDictDataset:
+    n = len(samples)
+    story = np.zeros((n, max_story, max_words), dtype=np.int64)  # [N, T, W]
+    story_len = np.zeros(n, dtype=np.int64)  # [N]
+    query = np.zeros((n, max_words), dtype=np.int64)  # [N, W]
+    target = np.zeros(n, dtype=np.int64)  # [N]
+    unk = vocab[UNK]
+    for i, sample in enumerate(samples):
+        kept = sample.story[-limit:]
+        story_len[i] = len(kept)
+        for t, sentence in enumerate(kept):
+            story[i, t, : len(sentence)] = [vocab.get(w, unk) for w in sentence]
+        query[i, : len(sample.question)] = [vocab.get(w, unk) for w in sample.question]
+        target[i] = vocab.get(sample.answer, unk)
+    arrays = {"story": story, "story_len": story_len, "query": query, "target": target}
+    return TensorDictDataset({name: torch.from_numpy(array) for name, array in arrays.items()})
