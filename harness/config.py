@@ -128,7 +128,8 @@ def compose(
 ) -> Composed:
     """The resolved, struct-mode configuration of one (task, model, profile) run."""
     if profile not in PROFILES:
-        raise UserError(f"unknown profile '{profile}'{did_you_mean(profile, PROFILES)}; profiles: {', '.join(PROFILES)}")
+        hint = did_you_mean(profile, PROFILES)
+        raise UserError(f"unknown profile '{profile}'{hint}; profiles: {', '.join(PROFILES)}")
     task, model = registry.check_pair(task_name, model_name)
     pair_config, pair_profiles = _pair_layers(task, model)
 

@@ -36,6 +36,8 @@ from harness import PROJECT_ROOT
 
 SCHEMA_VERSION = 1
 STATUSES = ("running", "completed", "failed", "diverged")
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 def default_runs_dir() -> Path:
@@ -51,6 +53,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file ordinary permissions
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
             handle.flush()

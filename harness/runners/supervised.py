@@ -104,6 +104,26 @@ class SupervisedModule(pl.LightningModule):
             torch.set_rng_state(state["torch_rng"])
 
 
+class StopAtTarget(pl.Callback):
+    """Stop as soon as the monitored validation metric reaches ``target`` (>= for max, <= for min).
+
+    Lightning's ``EarlyStopping(stopping_threshold=...)`` needs the target to be strictly passed, which
+    a perfect accuracy of 1.0 never is. Runs before ``ModelCheckpoint`` so the checkpoint records the stop.
+    """
+
+    def __init__(self, monitor: str, mode: str, target: float) -> None:
+        self.monitor, self.mode, self.target = monitor, mode, float(target)
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        value = trainer.callback_metrics.get(self.monitor)
+        if trainer.sanity_checking or value is None:
+            return
+        reached = float(value) >= self.target if self.mode == "max" else float(value) <= self.target
+        if reached:
+            print(f"{self.monitor}={float(value):.4f} reached train.stop_at={self.target}: stopping", flush=True)
+            trainer.should_stop = True
+
+
 class AtomicCheckpointIO(TorchCheckpointIO):
     """Checkpoints written to a temporary file and renamed: a kill never leaves a truncated file."""
 
@@ -150,12 +170,11 @@ def train_and_test(cfg: DictConfig, data: TaskData, model: nn.Module, run: Run, 
         save_last=True, save_top_k=1, enable_version_counter=False, auto_insert_metric_name=False,
     )
     callbacks: list[pl.Callback] = [recorder, checkpoint]
-    if train_cfg.early_stop_patience is not None or train_cfg.stop_at is not None:
-        callbacks.append(EarlyStopping(
-            monitor=train_cfg.monitor, mode=train_cfg.monitor_mode,
-            patience=train_cfg.early_stop_patience if train_cfg.early_stop_patience is not None else 10**9,
-            stopping_threshold=train_cfg.stop_at, check_on_train_epoch_end=False, verbose=False,
-        ))
+    if train_cfg.stop_at is not None:
+        callbacks.append(StopAtTarget(train_cfg.monitor, train_cfg.monitor_mode, train_cfg.stop_at))
+    if train_cfg.early_stop_patience is not None:
+        callbacks.append(EarlyStopping(monitor=train_cfg.monitor, mode=train_cfg.monitor_mode,
+                                       patience=train_cfg.early_stop_patience, check_on_train_epoch_end=False))
     interactive = sys.stderr.isatty()
     if interactive:
         callbacks.append(TQDMProgressBar(refresh_rate=10))

@@ -1,0 +1,43 @@
+"""Shared test set-up: W&B disabled, every run and cache under a temporary folder, and the real
+command line run as a subprocess the way a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("HARNESS_DATA_DIR", ROOT.parent / "shared" / "data")).resolve()
+
+os.environ["WANDB_MODE"] = "disabled"
+
+
+def has_real_babi() -> bool:
+    return (SHARED_DATA / "babi" / "en-10k").is_dir()
+
+
+requires_real_babi = pytest.mark.skipif(not has_real_babi(), reason="real bAbI files not found (HARNESS_DATA_DIR)")
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Environment of a user's shell for one test: its own runs and cache folders."""
+    values = {
+        "HARNESS_RUNS_DIR": str(tmp_path / "runs"),
+        "HARNESS_CACHE_DIR": str(tmp_path / "cache"),
+        "HARNESS_DATA_DIR": str(SHARED_DATA),
+        "WANDB_MODE": "disabled",
+    }
+    for key, value in values.items():
+        monkeypatch.setenv(key, value)
+    return {**os.environ, **values}
+
+
+def run_cli(args: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``harness <args>`` in a fresh interpreter, from the project root."""
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)

@@ -1,0 +1,115 @@
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from harness.errors import DataFormatError, UserError
+from tasks.babi.reader import read_samples, tokenize
+from tasks.babi.task import BabiTask
+from tests.conftest import SHARED_DATA, requires_real_babi
+
+
+def task_cfg(**task):
+    base = {"name": "babi", "babi_id": 1, "data_set": "en-10k", "source": "auto", "max_story_sentences": None,
+            "val_fraction": 0.1, "split_seed": 0, "generator_seed": 0, "generator_train_questions": 200,
+            "generator_test_questions": 50}
+    return OmegaConf.create({"seed": 0, "task": {**base, **task}})
+
+
+def test_tokenize_keeps_punctuation_as_words():
+    assert tokenize("Where is Mary? ") == ["where", "is", "mary", "?"]
+    assert tokenize("John went back to the hallway.") == ["john", "went", "back", "to", "the", "hallway", "."]
+
+
+def test_reader_builds_one_sample_per_question(tmp_path):
+    path = tmp_path / "qa1_x_train.txt"
+    path.write_text("1 Mary moved to the bathroom.\n2 Where is Mary? \tbathroom\t1\n3 John went to the hallway.\n"
+                    "4 Where is John? \thallway\t3\n1 Sandra went to the garden.\n2 Where is Sandra?\tgarden\t1\n")
+    samples = read_samples(path)
+    assert [len(s.story) for s in samples] == [1, 2, 1]  # questions are not statements
+    assert [s.answer for s in samples] == ["bathroom", "hallway", "garden"]
+    assert [s.story_id for s in samples] == [0, 0, 1]
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("1 Mary moved.\nx Where is Mary?\tb\t1\n", ":2: expected 'ID text'"),
+        ("1 Mary moved.\n3 Where is Mary?\tb\t1\n", ":2: line id 3 out of sequence"),
+        ("1 Mary moved.\n2 Where is Mary?\t\t1\n", ":2: a question line needs"),
+        ("1 Mary moved.\n", "no question lines"),
+    ],
+)
+def test_malformed_files_fail_with_file_and_line(tmp_path, text, where):
+    path = tmp_path / "qa1_bad_train.txt"
+    path.write_text(text)
+    with pytest.raises(DataFormatError) as info:
+        read_samples(path)
+    assert str(path) in str(info.value) and where in str(info.value)
+
+
+def test_bad_task_settings_are_user_errors():
+    with pytest.raises(UserError, match="task.babi_id"):
+        BabiTask(task_cfg(babi_id=21))
+    with pytest.raises(UserError, match="task.data_set"):
+        BabiTask(task_cfg(data_set="fr"))
+
+
+@requires_real_babi
+def test_real_en10k_task1(monkeypatch):
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
+    data = BabiTask(task_cfg()).load()
+    assert data.source.startswith("files: ") and "en-10k" in data.source
+    assert len(data.train) + len(data.val) == 10000 and len(data.test) == 1000
+    assert 850 <= len(data.val) <= 1150  # 10% of the stories
+    assert data.info["max_story_len"] == 10 and data.info["max_sent_len"] == 7
+    story = data.train.tensors["story"]
+    assert story.shape[1:] == (10, 7)
+    assert (data.train.tensors["story_len"] <= 10).all()
+    # vocabulary from train only: 2 specials + words + answers; every test answer is known
+    assert (data.test.tensors["target"] > 1).all()
+
+
+@requires_real_babi
+def test_real_task3_keeps_the_last_130_statements_and_falls_back_to_the_1k_train_file(monkeypatch):
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
+    en10k = SHARED_DATA / "babi" / "en-10k"
+    if list(en10k.glob("qa3_*train.txt")):
+        pytest.skip("this copy of en-10k has task 3's train file")
+    data = BabiTask(task_cfg(babi_id=3)).load()
+    assert "using en's" in data.source
+    assert data.info["max_story_len"] == 130
+    assert len(data.train) + len(data.val) == 1000
+
+
+@requires_real_babi
+def test_every_real_file_parses(monkeypatch):
+    for path in sorted((SHARED_DATA / "babi").glob("*/qa*.txt")):
+        assert read_samples(path), path
+
+
+def test_generator_used_when_no_files(monkeypatch, tmp_path):
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "empty"))
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    data = BabiTask(task_cfg(babi_id=12)).load()
+    assert data.source.startswith("generator: bAbI task 12") and "written" in data.source
+    assert len(data.train) + len(data.val) == 200 and len(data.test) == 50
+    again = BabiTask(task_cfg(babi_id=12)).load()
+    assert "cached" in again.source
+    assert (again.train.tensors["story"] == data.train.tensors["story"]).all()
+    with pytest.raises(UserError, match="generator covers tasks 1, 6, 11, 12"):
+        BabiTask(task_cfg(babi_id=2)).load()
+    with pytest.raises(UserError, match="no en-10k files"):
+        BabiTask(task_cfg(source="files")).load()
+
+
+def test_official_layouts_are_found(tmp_path, monkeypatch):
+    """en-valid-10k names its files qa1_train.txt / qa1_valid.txt / qa1_test.txt and has a valid split."""
+    folder = tmp_path / "babi" / "en-valid-10k"
+    folder.mkdir(parents=True)
+    story = "1 Mary moved to the bathroom.\n2 Where is Mary? \tbathroom\t1\n"
+    for split in ("train", "valid", "test"):
+        Path(folder / f"qa1_{split}.txt").write_text(story * 3)
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
+    data = BabiTask(task_cfg(data_set="en-valid-10k")).load()
+    assert len(data.train) == len(data.val) == len(data.test) == 3

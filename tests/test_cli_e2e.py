@@ -1,0 +1,184 @@
+"""The real command line, end to end, at the smoke profile."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.cli import main
+from harness.registry import REGISTRY, ModelSpec, TaskSpec
+from tests.conftest import ROOT, run_cli
+
+SMOKE = ["bench", "--task", "babi", "--model", "tpr_rnn", "--profile", "smoke"]
+
+
+def only_run(runs: Path) -> Path:
+    (found,) = list(runs.glob("*/*/*/results.json"))
+    return found.parent
+
+
+def curves(run: Path) -> list[dict[str, str]]:
+    import csv
+
+    with (run / "metrics.csv").open() as handle:
+        return [{k: v for k, v in row.items() if k != "train/examples_per_s"} for row in csv.DictReader(handle)]
+
+
+def test_smoke_bench_stores_a_complete_run_and_reports_it_without_retraining(env):
+    done = run_cli(SMOKE, env)
+    assert done.returncode == 0, done.stderr
+    run = only_run(Path(env["HARNESS_RUNS_DIR"]))
+    results = json.loads((run / "results.json").read_text())
+    assert results["status"] == "completed" and results["schema_version"] == 1
+    assert results["run_id"] == run.name and run.name.startswith("babi-tpr_rnn-smoke-s0-")
+    assert {"test/acc", "test/loss", "test/error", "val/acc"} <= set(results["metrics"])
+    assert results["throughput"]["train/examples_per_s"] > 0
+    assert results["data_source"] and results["versions"]["torch"].startswith("2.13.0")
+    assert results["steps"] == 8 and results["epochs"] == 2
+    assert (run / "config.yaml").exists() and (run / "checkpoints" / "last.ckpt").exists()
+    assert (run / "checkpoints" / "best.ckpt").exists()
+    assert "test/acc" in (run / "metrics.csv").read_text().splitlines()[0]
+    assert "completed: babi/tpr_rnn" in done.stdout
+
+    stamp = (run / "results.json").stat().st_mtime_ns
+    again = run_cli(SMOKE, env)
+    assert again.returncode == 0 and "already completed" in again.stdout
+    assert (run / "results.json").stat().st_mtime_ns == stamp
+
+    forced = run_cli([*SMOKE, "--force"], env)
+    assert forced.returncode == 0 and "(new;" in forced.stdout
+    assert json.loads((run / "results.json").read_text())["attempts"] == 1
+
+
+def test_same_seed_gives_identical_metrics_and_curves(env, tmp_path):
+    first = run_cli([*SMOKE, "--model", "lstm", "--runs-dir", str(tmp_path / "a")], env)
+    second = run_cli([*SMOKE, "--model", "lstm", "--runs-dir", str(tmp_path / "b")], env)
+    other_seed = run_cli([*SMOKE, "--model", "lstm", "--seed", "1", "--runs-dir", str(tmp_path / "c")], env)
+    assert first.returncode == second.returncode == other_seed.returncode == 0
+    a, b, c = (only_run(tmp_path / name) for name in "abc")
+    assert json.loads((a / "results.json").read_text())["metrics"] == json.loads((b / "results.json").read_text())[
+        "metrics"]
+    assert curves(a) == curves(b)
+    assert curves(a) != curves(c)
+
+
+def test_killed_run_resumes_and_finishes_like_an_uninterrupted_one(env, tmp_path):
+    args = [*SMOKE, "train.max_epochs=6", "train.limit_train_batches=25", "train.log_every_n_steps=5"]
+    reference = run_cli([*args, "--runs-dir", str(tmp_path / "straight")], env)
+    assert reference.returncode == 0, reference.stderr
+
+    killed_dir = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args, "--runs-dir", str(killed_dir)], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(killed_dir.glob("*/*/*/checkpoints/last.ckpt")) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    run = only_run(killed_dir)
+    interrupted = json.loads((run / "results.json").read_text())
+    assert interrupted["status"] == "running" and interrupted["epochs"] == 0  # killed mid-training
+
+    resumed = run_cli([*args, "--runs-dir", str(killed_dir)], env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming from" in resumed.stdout
+    final = json.loads((run / "results.json").read_text())
+    straight = json.loads((only_run(tmp_path / "straight") / "results.json").read_text())
+    assert final["status"] == "completed" and final["attempts"] == 2
+    assert final["metrics"] == straight["metrics"]
+    assert final["best"] == straight["best"] and final["steps"] == straight["steps"] == 150
+    assert curves(run) == curves(only_run(tmp_path / "straight"))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["bench", "--task", "babj", "--model", "tpr_rnn"], "unknown task 'babj' (did you mean 'babi'?)"),
+        (["bench", "--task", "babi", "--model", "lsmt"], "unknown model 'lsmt' (did you mean 'lstm'?)"),
+        ([*SMOKE, "optim.lrr=1"], "unknown config key 'optim.lrr' (did you mean 'optim.lr'?)"),
+        ([*SMOKE, "train.max_epochs=two"], "bad value for 'train.max_epochs'"),
+        ([*SMOKE, "task.babi_id=25"], "bad value for 'task.babi_id': 25 (bAbI has tasks 1..20)"),
+        (["bench", "--task", "babi", "--model", "lstm", "--profile", "fast"], "unknown profile 'fast'"),
+    ],
+)
+def test_user_mistakes_exit_2_with_one_line(env, args, message):
+    done = run_cli(args, env)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"error: {done.stderr.strip()[7:]}"]
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert not Path(env["HARNESS_RUNS_DIR"]).exists()  # nothing stored for a command that never ran
+
+
+def test_incompatible_pair_exits_2_naming_the_models_that_fit(env, capsys):
+    REGISTRY.add_task(TaskSpec(name="toy_images", title="", interface="image", kind="supervised", entry="x:Y"))
+    try:
+        code = main(["bench", "--task", "toy_images", "--model", "tpr_rnn"])
+    finally:
+        REGISTRY._extra_tasks.pop("toy_images")
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "tpr_rnn cannot run on toy_images: tpr_rnn reads story; toy_images gives image" in err
+    assert "models that fit toy_images: none yet" in err
+
+
+def test_malformed_data_file_fails_with_its_line_and_is_stored_as_failed(env, tmp_path):
+    folder = tmp_path / "data" / "babi" / "en-10k"
+    folder.mkdir(parents=True)
+    (folder / "qa1_single-supporting-fact_train.txt").write_text("1 Mary moved.\n2 Where is Mary\n")
+    (folder / "qa1_single-supporting-fact_test.txt").write_text("1 Mary moved.\n2 Where is Mary?\tx\t1\n")
+    done = run_cli(SMOKE, {**env, "HARNESS_DATA_DIR": str(tmp_path / "data")})
+    assert done.returncode == 2
+    assert "qa1_single-supporting-fact_train.txt:2: a question line needs" not in done.stderr  # no tab: a statement
+    assert "no question lines" in done.stderr
+    results = json.loads((only_run(Path(env["HARNESS_RUNS_DIR"])) / "results.json").read_text())
+    assert results["status"] == "failed" and "no question lines" in results["error"]
+
+
+class NaNModel(torch.nn.Module):
+    """A model whose loss is NaN from the first step."""
+
+    def __init__(self, cfg, info):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(info["num_classes"]))
+
+    def forward(self, story, story_len, query):
+        return self.w.expand(story.shape[0], -1) * float("nan")
+
+
+def test_nan_loss_is_stored_as_diverged(env, capsys):
+    module = types.ModuleType("harness_test_nan_model")
+    module.NaNModel = NaNModel
+    sys.modules[module.__name__] = module
+    lstm = REGISTRY.model("lstm")
+    REGISTRY.add_model(ModelSpec(name="nan_model", title="", shape="recurrent",
+                                 interfaces={"story": f"{module.__name__}:NaNModel"}, config=lstm.config))
+    try:
+        code = main(["bench", "--task", "babi", "--model", "nan_model", "--profile", "smoke"])
+    finally:
+        REGISTRY._extra_models.pop("nan_model")
+    assert code == 1
+    results = json.loads((only_run(Path(env["HARNESS_RUNS_DIR"])) / "results.json").read_text())
+    assert results["status"] == "diverged" and "non-finite training loss" in results["error"]
+    assert "diverged: babi/nan_model" in capsys.readouterr().out
+
+
+def test_make_bench_passes_its_variables(env):
+    done = subprocess.run(["make", "--no-print-directory", "bench", "TASK=babi", "MODEL=lstm", "PROFILE=smoke",
+                           "SEED=2", "ARGS=train.max_epochs=1"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    results = json.loads((only_run(Path(env["HARNESS_RUNS_DIR"])) / "results.json").read_text())
+    assert (results["model"], results["profile"], results["seed"], results["epochs"]) == ("lstm", "smoke", 2, 1)
+    forced = subprocess.run(["make", "--no-print-directory", "bench", "TASK=babi", "MODEL=lstm", "PROFILE=smoke",
+                             "SEED=2", "ARGS=train.max_epochs=1", "FORCE=1"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert forced.returncode == 0 and "(new;" in forced.stdout

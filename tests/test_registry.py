@@ -1,0 +1,69 @@
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.errors import UserError
+from harness.registry import REGISTRY, ModelSpec, Registry, TaskSpec
+from tests.conftest import ROOT
+
+IMAGE_TASK = TaskSpec(name="toy_images", title="", interface="image", kind="supervised", entry="x:Y")
+RL_TASK = TaskSpec(name="toy_env", title="", interface="env", kind="rl", entry="x:Y")
+
+
+def test_discovers_tasks_and_models_from_yaml():
+    registry = Registry()
+    assert "babi" in registry.tasks
+    assert {"tpr_rnn", "lstm"} <= set(registry.models)
+    assert registry.tasks["babi"].interface == "story"
+    assert registry.models["tpr_rnn"].interfaces["story"] == "models.tpr_rnn.model:TPRRNN"
+
+
+def test_compatibility_is_computed_from_declarations():
+    registry = Registry()
+    tpr = registry.model("tpr_rnn")
+    assert registry.compatibility(registry.task("babi"), tpr).ok
+    cell = registry.compatibility(IMAGE_TASK, tpr)
+    assert not cell.ok and "reads story" in cell.reason and "gives image" in cell.reason
+    cell = registry.compatibility(RL_TASK, tpr)
+    assert not cell.ok and "rl" in cell.reason
+
+
+def test_unknown_names_suggest_the_closest():
+    with pytest.raises(UserError, match="did you mean 'tpr_rnn'"):
+        Registry().model("tpr_rn")
+    with pytest.raises(UserError, match="known tasks: babi"):
+        Registry().task("nope")
+
+
+def test_incompatible_pair_names_the_reason_and_the_models_that_fit():
+    registry = Registry()
+    registry.add_task(IMAGE_TASK)
+    registry.add_model(ModelSpec(name="toy_cnn", title="", shape="central", interfaces={"image": "x:Y"}))
+    with pytest.raises(UserError) as info:
+        registry.check_pair("toy_images", "tpr_rnn")
+    assert "tpr_rnn reads story; toy_images gives image" in str(info.value)
+    assert "models that fit toy_images: toy_cnn" in str(info.value)
+
+
+def test_list_imports_no_heavy_library_and_is_fast():
+    code = ("import sys, time; t = time.perf_counter(); from harness.cli import main; main(['list']); "
+            "heavy = [m for m in ('torch', 'lightning', 'ray', 'wandb') if m in sys.modules]; "
+            "assert not heavy, heavy; print('elapsed', time.perf_counter() - t)")
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert time.perf_counter() - start < 2.0
+    assert "babi" in done.stdout and "Task x model" in done.stdout
+
+
+def test_list_prints_reasons_for_empty_cells(capsys):
+    from harness.cli import cmd_list
+
+    REGISTRY.add_task(IMAGE_TASK)
+    try:
+        cmd_list(None)
+    finally:
+        REGISTRY._extra_tasks.pop("toy_images")
+    out = capsys.readouterr().out
+    assert "toy_images" in out and "tpr_rnn reads story; toy_images gives image" in out
