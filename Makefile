@@ -37,7 +37,8 @@ validate: $(STAMP)
 	@$(BIN)/harness validate --task $(TASK) --model $(MODEL) --profile $(PROFILE) --seed $(SEED) -- $(ARGS)
 
 test: $(STAMP)
-	WANDB_MODE=disabled $(BIN)/python -m pytest -q
+	$(BIN)/ruff check harness tasks models reports tests
+	WANDB_MODE=disabled $(BIN)/python -m pytest -q --durations=8
 
 lint: $(STAMP)
 	$(BIN)/ruff check harness tasks models reports tests
