@@ -68,10 +68,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from omegaconf import OmegaConf
 
-    from harness.registry import load_entry
+    from harness.runners.launch import prepare_task
 
     composed = _compose(args)
-    load_entry(composed.task.entry)(composed.cfg)  # the task checks its own settings
+    prepare_task(composed)  # the task checks its settings and pins its data source
     print(f"# run_id: {composed.run_id}")
     print(OmegaConf.to_yaml(composed.cfg), end="")
     return 0

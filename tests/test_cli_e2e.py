@@ -15,7 +15,7 @@ import torch
 
 from harness.cli import main
 from harness.registry import REGISTRY, ModelSpec, TaskSpec
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, requires_real_babi, run_cli
 
 SMOKE = ["bench", "--task", "babi", "--model", "tpr_rnn", "--profile", "smoke"]
 
@@ -95,7 +95,7 @@ def test_killed_run_resumes_and_finishes_like_an_uninterrupted_one(env, tmp_path
     straight = json.loads((only_run(tmp_path / "straight") / "results.json").read_text())
     assert final["status"] == "completed" and final["attempts"] == 2
     assert final["metrics"] == straight["metrics"]
-    assert final["best"] == straight["best"] and final["steps"] == straight["steps"] == 150
+    assert final["best"] == straight["best"] and final["steps"] == straight["steps"] > 0
     assert curves(run) == curves(only_run(tmp_path / "straight"))
 
 
@@ -182,3 +182,13 @@ def test_make_bench_passes_its_variables(env):
                              "SEED=2", "ARGS=train.max_epochs=1", "FORCE=1"], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=300)
     assert forced.returncode == 0 and "(new;" in forced.stdout
+
+
+@requires_real_babi
+def test_official_files_and_generated_data_never_share_a_run(env, tmp_path):
+    args = ["validate", "--task", "babi", "--model", "tpr_rnn", "--profile", "smoke"]
+    on_files = run_cli(args, env)
+    generated = run_cli(args, {**env, "HARNESS_DATA_DIR": str(tmp_path / "nothing")})
+    assert on_files.returncode == generated.returncode == 0
+    assert "source: files" in on_files.stdout and "source: generator" in generated.stdout
+    assert on_files.stdout.splitlines()[0] != generated.stdout.splitlines()[0]  # the run ids

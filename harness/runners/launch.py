@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 from harness import config as config_lib
 from harness.config import Composed
@@ -53,9 +53,23 @@ def _device_description() -> str:
     return f"cpu, {torch.get_num_threads()} threads"
 
 
+def prepare_task(composed: Composed) -> Any:
+    """Build the task (it validates its settings) and pin what depends on this machine.
+
+    A task may resolve ``task.source: auto`` to the source it will really use (official files or its
+    generator); that goes into the config before the run id is computed, so the two never share a run.
+    """
+    task = load_entry(composed.task.entry)(composed.cfg)
+    if hasattr(task, "resolve_source"):
+        with open_dict(composed.cfg):
+            composed.cfg.task.source = task.resolve_source()
+    return task
+
+
 def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None) -> int:
     """Run (or resume, or report) one composed configuration; returns the process exit code."""
     cfg = composed.cfg
+    task = prepare_task(composed)
     run = run_dir(cfg.task.name, cfg.model.name, composed.run_id, runs_dir)
     if run.owner_alive():
         owner = run.read_results()["owner"]
@@ -67,8 +81,6 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
         print(_summary_line(run, run.read_results()))
         return 0
 
-    task_cls = load_entry(composed.task.entry)
-    task = task_cls(cfg)  # validates the task's config before anything is written
     mode = configure_environment()
     results = _start(run, composed)
     previous_wall = float(results.get("wall_time_s") or 0.0)

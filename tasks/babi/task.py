@@ -112,6 +112,13 @@ class BabiTask:
                  f"({'cached' if cached else 'written'} in {folder})")
         return files, label
 
+    def resolve_source(self) -> str:
+        """``files`` or ``generator``: what ``source: auto`` means on this machine. The launcher writes it
+        into the run's config, so runs on official files and on generated data never share a run id."""
+        if self.cfg.source != "auto":
+            return str(self.cfg.source)
+        return "files" if self._official_files() is not None else "generator"
+
     def locate(self) -> tuple[dict[str, Path], str]:
         if self.cfg.source in ("auto", "files"):
             found = self._official_files()
