@@ -83,7 +83,10 @@ def cmd_data(args: argparse.Namespace) -> int:
     from tasks.babi.generator import write_dataset
 
     for babi_id in args.ids:
-        paths = write_dataset(Path(args.out), babi_id, seed=args.seed, n_train=args.n_train, n_test=args.n_test)
+        try:
+            paths = write_dataset(Path(args.out), babi_id, seed=args.seed, n_train=args.n_train, n_test=args.n_test)
+        except ValueError as exc:  # an id the generator does not cover, or a bad count
+            raise UserError(str(exc)) from None
         print(f"task {babi_id}: {paths['train']}  {paths['test']}")
     return 0
 

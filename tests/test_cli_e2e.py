@@ -192,3 +192,21 @@ def test_official_files_and_generated_data_never_share_a_run(env, tmp_path):
     assert on_files.returncode == generated.returncode == 0
     assert "source: files" in on_files.stdout and "source: generator" in generated.stdout
     assert on_files.stdout.splitlines()[0] != generated.stdout.splitlines()[0]  # the run ids
+
+
+def test_offline_wandb_run_lands_in_the_run_directory(env):
+    done = run_cli([*SMOKE, "--model", "lstm", "train.max_epochs=1"], {**env, "WANDB_MODE": "offline"})
+    assert done.returncode == 0, done.stderr
+    run = only_run(Path(env["HARNESS_RUNS_DIR"]))
+    (offline,) = list((run / "wandb").glob("offline-run-*"))
+    assert list(offline.glob("run-*.wandb"))
+    assert "W&B offline" in done.stdout
+
+
+def test_data_command_writes_generated_files_and_rejects_unsupported_ids(env, tmp_path):
+    args = ["data", "babi", "--ids", "1", "6", "--n-train", "20", "--n-test", "10", "--out", str(tmp_path)]
+    done = run_cli(args, env)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "qa6_yes-no-questions_train.txt").exists()
+    bad = run_cli(["data", "babi", "--ids", "2", "--out", str(tmp_path)], env)
+    assert bad.returncode == 2 and "covers tasks 1, 6, 11, 12" in bad.stderr

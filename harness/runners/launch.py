@@ -101,9 +101,9 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     except UserError as exc:
         results.update(status="failed", error=str(exc))
         raise
-    except KeyboardInterrupt:
-        results.update(status="failed", error="interrupted (resume with the same command)")
-        raise
+    except (KeyboardInterrupt, SystemExit):  # Lightning turns Ctrl-C into sys.exit(1)
+        results.update(status="failed", error="interrupted (the same command resumes the run)")
+        raise KeyboardInterrupt from None
     except Exception as exc:
         results.update(status="failed", error=f"{type(exc).__name__}: {exc}")
         raise
