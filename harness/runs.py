@@ -173,6 +173,11 @@ def run_dir(task: str, model: str, run_id: str, runs_dir: Path | None = None) ->
     return Run((runs_dir or default_runs_dir()) / task / model / run_id)
 
 
+def owner_record() -> dict[str, Any]:
+    """Which process is writing a run (so a second command does not write beside it)."""
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
 def new_results(run_id: str, cfg_summary: dict[str, Any], started_at: str) -> dict[str, Any]:
     """The initial results.json of a run (status running)."""
     return {
@@ -193,7 +198,7 @@ def new_results(run_id: str, cfg_summary: dict[str, Any], started_at: str) -> di
         "started_at": started_at,
         "finished_at": None,
         "attempts": 1,
-        "owner": {"host": socket.gethostname(), "pid": os.getpid()},
+        "owner": owner_record(),
         "error": None,
     }
 

@@ -18,7 +18,7 @@ from harness import config as config_lib
 from harness.config import Composed
 from harness.errors import DivergedError, UserError
 from harness.registry import load_entry
-from harness.runs import Run, new_results, now_iso, run_dir
+from harness.runs import Run, new_results, now_iso, owner_record, run_dir
 from harness.tracking import Tracker, configure_environment
 
 
@@ -36,7 +36,7 @@ def _start(run: Run, composed: Composed) -> dict[str, Any]:
     if run.exists():  # resuming an unfinished run
         results = run.read_results()
         results.update(status="running", error=None, attempts=results.get("attempts", 1) + 1,
-                       owner=new_results("", {}, "")["owner"], finished_at=None)
+                       owner=owner_record(), finished_at=None)
     else:
         summary = {"task": cfg.task.name, "model": cfg.model.name, "profile": cfg.profile, "seed": int(cfg.seed)}
         results = new_results(composed.run_id, summary, now_iso())
@@ -69,6 +69,8 @@ def prepare_task(composed: Composed) -> Any:
 def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None) -> int:
     """Run (or resume, or report) one composed configuration; returns the process exit code."""
     cfg = composed.cfg
+    if composed.task.kind != "supervised":
+        raise UserError(f"task kind '{composed.task.kind}' has no runner yet")
     task = prepare_task(composed)
     run = run_dir(cfg.task.name, cfg.model.name, composed.run_id, runs_dir)
     if run.owner_alive():
@@ -110,7 +112,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     finally:
         results.update(wall_time_s=previous_wall + time.perf_counter() - started, finished_at=now_iso())
         run.write_results(results)
-        tracker.summary({k: v for k, v in (results.get("metrics") or {}).items()})
+        tracker.summary(results.get("metrics") or {})
         tracker.finish(exit_code)
     print(_summary_line(run, results), flush=True)
     return exit_code
@@ -133,6 +135,4 @@ def _train(cfg: Any, task: Any, composed: Composed, run: Run, tracker: Tracker,
     model_cls = load_entry(composed.model.interfaces[composed.task.interface])
     model = model_cls(cfg.model, data.info)
     results["parameters"] = sum(p.numel() for p in model.parameters())
-    if composed.task.kind != "supervised":
-        raise UserError(f"task kind '{composed.task.kind}' has no runner yet")
     return train_and_test(cfg, data, model, run, tracker)
