@@ -1,6 +1,6 @@
 # The harness's entry points. Each target creates .venv and installs the pinned dependencies on first use.
 #   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
-#   make test | make lint | make list | make sync | make clean
+#   make test | make lint | make list | make perf | make sync | make clean
 
 PYTHON ?= python3
 VENV := .venv
@@ -13,7 +13,7 @@ SEED ?= 0
 ARGS ?=
 FORCE ?=
 
-.PHONY: help install bench list validate test lint sync clean
+.PHONY: help install bench list validate test lint perf sync clean
 
 help:
 	@sed -n '1,4p' Makefile
@@ -42,6 +42,10 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check harness tasks models reports tests
+
+# Speed benchmarks, reported as figures (not tests).
+perf: $(STAMP)
+	$(BIN)/python -m tasks.relations_game.bench_generator
 
 # Upload offline W&B runs (needs network and `wandb login`).
 sync: $(STAMP)

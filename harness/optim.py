@@ -74,7 +74,7 @@ def build_optimizer(params: Iterable[Any], cfg: Any) -> Optimizer:
     if cfg.name == "adamw":
         return torch.optim.AdamW(params, lr=cfg.lr, betas=betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
     if cfg.name == "sgd":
-        return torch.optim.SGD(params, lr=cfg.lr, momentum=betas[0], weight_decay=cfg.weight_decay)
+        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
     raise UserError(f"unknown optimiser 'optim.name={cfg.name}'; known: {', '.join(OPTIMIZERS)}")
 
 

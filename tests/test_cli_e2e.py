@@ -119,15 +119,15 @@ def test_user_mistakes_exit_2_with_one_line(env, args, message):
 
 
 def test_incompatible_pair_exits_2_naming_the_models_that_fit(env, capsys):
-    REGISTRY.add_task(TaskSpec(name="toy_images", title="", interface="image", kind="supervised", entry="x:Y"))
+    REGISTRY.add_task(TaskSpec(name="toy_stream", title="", interface="stream", kind="supervised", entry="x:Y"))
     try:
-        code = main(["bench", "--task", "toy_images", "--model", "tpr_rnn"])
+        code = main(["bench", "--task", "toy_stream", "--model", "tpr_rnn"])
     finally:
-        REGISTRY._extra_tasks.pop("toy_images")
+        REGISTRY._extra_tasks.pop("toy_stream")
     err = capsys.readouterr().err
     assert code == 2
-    assert "tpr_rnn cannot run on toy_images: tpr_rnn reads story; toy_images gives image" in err
-    assert "models that fit toy_images: none yet" in err
+    assert "tpr_rnn cannot run on toy_stream: tpr_rnn reads story; toy_stream gives stream" in err
+    assert "models that fit toy_stream: none yet" in err
 
 
 def test_malformed_data_file_fails_with_its_line_and_is_stored_as_failed(env, tmp_path):

@@ -21,6 +21,8 @@ from harness.registry import load_entry
 from harness.runs import Run, new_results, now_iso, owner_record, run_dir
 from harness.tracking import Tracker, configure_environment
 
+PROTOCOLS = ("single", "curriculum")
+
 
 def _summary_line(run: Run, results: dict[str, Any]) -> str:
     metrics = results.get("metrics") or {}
@@ -71,6 +73,8 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     cfg = composed.cfg
     if composed.task.kind != "supervised":
         raise UserError(f"task kind '{composed.task.kind}' has no runner yet")
+    if cfg.protocol.name not in PROTOCOLS:
+        raise UserError(f"bad value for 'protocol.name': {cfg.protocol.name!r}; one of {', '.join(PROTOCOLS)}")
     task = prepare_task(composed)
     run = run_dir(cfg.task.name, cfg.model.name, composed.run_id, runs_dir)
     if run.owner_alive():
@@ -127,12 +131,17 @@ def _train(cfg: Any, task: Any, composed: Composed, run: Run, tracker: Tracker,
 
     if cfg.train.threads:
         torch.set_num_threads(int(cfg.train.threads))
+    results.update(device=_device_description())
+    model_entry = composed.model.interfaces[composed.task.interface]
+    if cfg.protocol.name == "curriculum":
+        from harness.runners.curriculum import run_curriculum
+
+        return run_curriculum(cfg, composed.task.entry, model_entry, run, tracker)
     data = task.load()
     print(f"data: {data.source}", flush=True)
-    results.update(data_source=data.source, device=_device_description())
+    results.update(data_source=data.source)
     run.write_results(results)
     pl.seed_everything(int(cfg.seed), workers=True, verbose=False)
-    model_cls = load_entry(composed.model.interfaces[composed.task.interface])
-    model = model_cls(cfg.model, data.info)
+    model = load_entry(model_entry)(cfg.model, data.info)
     results["parameters"] = sum(p.numel() for p in model.parameters())
     return train_and_test(cfg, data, model, run, tracker)

@@ -28,6 +28,7 @@ from torch.utils.data import DataLoader
 from harness.data import TARGET, EpochShuffleSampler, TaskData, TensorDictDataset, identity_collate
 from harness.errors import DivergedError
 from harness.optim import LearningRatePolicy, build_optimizer
+from harness.runners.analysis import run_analysis
 from harness.runners.recorder import RunRecorder
 from harness.runs import Run
 
@@ -225,4 +226,8 @@ def train_and_test(cfg: DictConfig, data: TaskData, model: nn.Module, run: Run, 
     if any(math.isnan(v) for v in test_metrics.values()):
         raise DivergedError("test metrics are NaN")
     recorder.record_final(summary["steps"], summary["epochs"], test_metrics)
+    analysis = run_analysis(module.model, {"test": data.test, **{f"test_{n}": d for n, d in data.extra_test.items()}},
+                            cfg, run.path / "analysis")
+    if analysis:
+        summary["analysis"] = analysis
     return summary

@@ -1,0 +1,100 @@
+"""Analyses stored with a run after its test, for models whose central module exposes them
+(Shanahan et al. 2020, §4 and Supplementary S2.3):
+
+* ``analysis/attention.npz``: per-head attention of the central module (``central.last_attention``)
+  for a batch of test images, beside the images and labels, so the paper's Fig. 6a heat maps can be
+  redrawn;
+* ``analysis/head_pruning.json``: accuracy when only q randomly chosen heads are kept
+  (``central.head_mask``), q = 1..k, mean and best over random subsets (Fig. S10).
+
+Models opt in by exposing those attributes; the analysis never changes the stored metrics.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from harness.data import TARGET, TensorDictDataset
+from harness.runs import atomic_write, atomic_write_text
+
+
+def _inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {name: t for name, t in batch.items() if name != TARGET}
+
+
+@torch.no_grad()
+def _accuracy(model: nn.Module, dataset: TensorDictDataset, batch_size: int) -> float:
+    correct = 0
+    for start in range(0, len(dataset), batch_size):
+        batch = dataset.__getitems__(list(range(start, min(start + batch_size, len(dataset)))))
+        correct += int((model(**_inputs(batch)).argmax(-1) == batch[TARGET]).sum())
+    return correct / len(dataset)
+
+
+@torch.no_grad()
+def save_attention(model: nn.Module, dataset: TensorDictDataset, n_images: int, path: Path) -> None:
+    batch = dataset.__getitems__(list(range(min(n_images, len(dataset)))))
+    model(**_inputs(batch))
+    attention = model.central.last_attention  # type: ignore[union-attr]
+    arrays = {f"attention_{i}": a.cpu().numpy() for i, a in enumerate(attention)} if isinstance(
+        attention, tuple) else {"attention_0": attention.cpu().numpy()}
+    arrays.update({name: t.cpu().numpy() for name, t in batch.items()})
+    atomic_write(path, lambda handle: np.savez_compressed(handle, **arrays))
+
+
+@torch.no_grad()
+def head_pruning(model: nn.Module, dataset: TensorDictDataset, subsets: int, seed: int,
+                 batch_size: int) -> dict[str, Any]:
+    """Accuracy with random subsets of q heads kept, q = 1..k (S2.3: 100 subsets per q)."""
+    central = model.central  # type: ignore[union-attr]
+    heads = int(central.heads)
+    rng = np.random.default_rng(seed)
+    curve = []
+    try:
+        for q in range(1, heads + 1):
+            accs = []
+            for _ in range(subsets if q < heads else 1):
+                mask = torch.zeros(heads)
+                mask[rng.choice(heads, size=q, replace=False)] = 1.0
+                central.head_mask = mask
+                accs.append(_accuracy(model, dataset, batch_size))
+            curve.append({"heads": q, "mean": float(np.mean(accs)), "best": float(np.max(accs)),
+                          "subsets": len(accs)})
+    finally:
+        central.head_mask = None
+    return {"split_size": len(dataset), "curve": curve}
+
+
+def run_analysis(model: nn.Module, splits: dict[str, TensorDictDataset], cfg: Any, out_dir: Path) -> dict[str, Any]:
+    """Write the analyses the model supports into ``out_dir``; returns a short summary for results.json."""
+    central = getattr(model, "central", None)
+    if not cfg.analysis.enabled or central is None or not hasattr(central, "last_attention"):
+        return {}
+    name = cfg.analysis.split or next((n for n in splits if n != "test"), "test")
+    if name not in splits:
+        return {"error": f"analysis.split '{name}' is not one of {', '.join(splits)}"}
+    dataset = splits[name]
+    if len(dataset) > int(cfg.analysis.max_examples):
+        dataset = TensorDictDataset(dataset.__getitems__(list(range(int(cfg.analysis.max_examples)))))
+    was_training = model.training
+    model.eval()
+    summary: dict[str, Any] = {"split": name, "files": []}
+    try:
+        save_attention(model, dataset, int(cfg.analysis.attention_images), out_dir / "attention.npz")
+        summary["files"].append("analysis/attention.npz")
+        if hasattr(central, "head_mask") and hasattr(central, "heads"):
+            pruning = head_pruning(model, dataset, int(cfg.analysis.pruning_subsets), int(cfg.seed),
+                                   int(cfg.train.eval_batch_size))
+            atomic_write_text(out_dir / "head_pruning.json", json.dumps(pruning, indent=1) + "\n")
+            summary["files"].append("analysis/head_pruning.json")
+            summary["pruning_acc_at"] = {str(p["heads"]): p["mean"] for p in pruning["curve"]
+                                         if p["heads"] in (1, 2, 4, 8, 16, 32)}
+    finally:
+        model.train(was_training)
+    return summary

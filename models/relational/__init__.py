@@ -1,0 +1,1 @@
+"""PrediNet and its baselines (Shanahan et al., ICML 2020): conv encoder, swappable central module, output MLP."""
