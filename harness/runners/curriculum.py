@@ -53,15 +53,18 @@ def _freeze(module: nn.Module) -> None:
         parameter.requires_grad_(False)
 
 
-def check_protocol(cfg: Any, model: Any) -> None:
+def check_protocol_config(cfg: Any) -> None:
+    """The protocol's settings and the task's support for it, checked before anything is written."""
     if "tasks" not in cfg.task or "task_vocabulary" not in cfg.task:
         raise UserError(f"protocol.name=curriculum needs a multi-task task; {cfg.task.name} has no task.tasks")
     if not cfg.protocol.target or not cfg.protocol.pretrain:
         raise UserError("protocol.name=curriculum needs protocol.target and protocol.pretrain task lists")
+
+
+def check_model_parts(model: Any, name: str) -> None:
     parts = ("encoder", "central", "head")
     if not all(hasattr(model, part) for part in parts):
-        raise UserError(f"protocol.name=curriculum needs a model with {', '.join(parts)} parts; "
-                        f"{cfg.model.name} has not")
+        raise UserError(f"protocol.name=curriculum needs a model with {', '.join(parts)} parts; {name} has not")
 
 
 def _stage_config(cfg: Any, tasks: list[str], vocabulary: list[str]) -> Any:
@@ -100,8 +103,7 @@ def run_curriculum(cfg: Any, task_entry: str, model_entry: str, run: Run, tracke
             data = task_cls(stage_cfg).load()
             pl.seed_everything(int(cfg.seed) + index, workers=True, verbose=False)
             model = model_cls(stage_cfg.model, data.info)
-            if index == 0:
-                check_protocol(cfg, model)
+            check_model_parts(model, str(cfg.model.name))
             if frozen is not None:
                 assert pretrained is not None
                 model.load_state_dict(pretrained)

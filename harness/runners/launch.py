@@ -75,6 +75,10 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
         raise UserError(f"task kind '{composed.task.kind}' has no runner yet")
     if cfg.protocol.name not in PROTOCOLS:
         raise UserError(f"bad value for 'protocol.name': {cfg.protocol.name!r}; one of {', '.join(PROTOCOLS)}")
+    if cfg.protocol.name == "curriculum":
+        from harness.runners.curriculum import check_protocol_config
+
+        check_protocol_config(cfg)
     task = prepare_task(composed)
     run = run_dir(cfg.task.name, cfg.model.name, composed.run_id, runs_dir)
     if run.owner_alive():
