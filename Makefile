@@ -13,7 +13,7 @@ SEED ?= 0
 ARGS ?=
 FORCE ?=
 
-.PHONY: help install bench list validate test lint perf sync clean
+.PHONY: help install bench list runs validate test lint perf sync clean
 
 help:
 	@sed -n '1,4p' Makefile
@@ -32,6 +32,9 @@ bench: $(STAMP)
 
 list: $(STAMP)
 	@$(BIN)/harness list
+
+runs: $(STAMP)
+	@$(BIN)/harness runs $(if $(TASK_FILTER),--task $(TASK_FILTER))
 
 validate: $(STAMP)
 	@$(BIN)/harness validate --task $(TASK) --model $(MODEL) --profile $(PROFILE) --seed $(SEED) -- $(ARGS)

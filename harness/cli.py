@@ -1,4 +1,4 @@
-"""The command line: ``harness list | bench | validate | data``.
+"""The command line: ``harness list | bench | validate | runs | data``.
 
 Only the registry (YAML) is imported at start-up; torch, Lightning and wandb are imported when a run
 actually starts, so ``harness list`` and every error path answer in well under two seconds.
@@ -91,6 +91,24 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_runs(args: argparse.Namespace) -> int:
+    from harness.runs import index
+
+    rows = [r for r in index(Path(args.runs_dir) if args.runs_dir else None)
+            if (not args.task or r.get("task") == args.task) and (not args.model or r.get("model") == args.model)]
+    if not rows:
+        print("no runs found")
+        return 0
+    table = [["run_id", "status", "metrics"]]
+    for row in rows:
+        metrics = row.get("metrics") or {}
+        shown = "  ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items())
+                          if k.endswith("/acc") and "test" in k)
+        table.append([str(row.get("run_id")), str(row.get("status")), shown])
+    print(_table(table))
+    return 0
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() not in ("", "0", "false", "no")
 
@@ -111,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
         p.add_argument("overrides", nargs="*", help="config overrides, e.g. optim.lr=3e-4 task.babi_id=2")
         p.set_defaults(func=func)
+    p = sub.add_parser("runs", help="the runs in the store, with their status and test accuracies")
+    p.add_argument("--task", default=None)
+    p.add_argument("--model", default=None)
+    p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    p.set_defaults(func=cmd_runs)
     p = sub.add_parser("data", help="write a task's generated data in its official file format")
     p.add_argument("task")
     p.add_argument("--out", required=True)

@@ -209,6 +209,21 @@ def new_results(run_id: str, cfg_summary: dict[str, Any], started_at: str) -> di
     }
 
 
+def index(runs_dir: Path | None = None) -> list[dict[str, Any]]:
+    """Every run's results.json under ``runs_dir`` (sorted by path), each with its ``path`` added.
+
+    A results file that cannot be read is listed with status ``unreadable`` rather than dropped.
+    """
+    rows = []
+    for path in sorted((runs_dir or default_runs_dir()).glob("*/*/*/results.json")):
+        try:
+            row = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            row = {"run_id": path.parent.name, "status": "unreadable", "error": str(exc)}
+        rows.append({**row, "path": str(path.parent)})
+    return rows
+
+
 class CurveWriter:
     """``metrics.csv``: one row per logged step, columns grown as new metrics appear.
 

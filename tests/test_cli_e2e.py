@@ -53,6 +53,9 @@ def test_smoke_bench_stores_a_complete_run_and_reports_it_without_retraining(env
     assert again.returncode == 0 and "already completed" in again.stdout
     assert (run / "results.json").stat().st_mtime_ns == stamp
 
+    listed = run_cli(["runs"], env)
+    assert run.name in listed.stdout and "completed" in listed.stdout and "test/acc=" in listed.stdout
+
     forced = run_cli([*SMOKE, "--force"], env)
     assert forced.returncode == 0 and "(new;" in forced.stdout
     assert json.loads((run / "results.json").read_text())["attempts"] == 1
