@@ -34,7 +34,7 @@ list: $(STAMP)
 	@$(BIN)/harness list
 
 runs: $(STAMP)
-	@$(BIN)/harness runs $(if $(TASK_FILTER),--task $(TASK_FILTER))
+	@$(BIN)/harness runs
 
 validate: $(STAMP)
 	@$(BIN)/harness validate --task $(TASK) --model $(MODEL) --profile $(PROFILE) --seed $(SEED) -- $(ARGS)
