@@ -58,7 +58,13 @@ import numpy as np
 
 from tasks.relations_game.shapes import OBJECT_PX, OBJECT_SETS, ObjectTable, object_table
 
-__all__ = ["OBJECT_SETS", "PATTERNS", "TASKS", "Scenes", "generate", "generate_scenes", "object_table", "render"]
+__all__ = [
+    "GENERATOR_VERSION", "OBJECT_SETS", "PATTERNS", "TASKS", "Scenes", "generate", "generate_scenes", "object_table",
+    "render",
+]
+
+# Bump when the generated data changes for a given seed: cached data sets are keyed by it.
+GENERATOR_VERSION = 1
 
 PATTERNS: tuple[str, ...] = ("aaa", "aab", "aba", "abb", "abc")
 _PATTERN_SLOTS = np.array([[0, 0, 0], [0, 0, 1], [0, 1, 0], [0, 1, 1], [0, 1, 2]])  # [5, 3] index into (A, B, C)

@@ -25,7 +25,7 @@ from harness.data import TaskData, TensorDictDataset
 from harness.errors import UserError
 from harness.paths import cache_dir, data_dir
 from harness.runs import atomic_write
-from tasks.relations_game.generator import OBJECT_SETS, TASKS, generate
+from tasks.relations_game.generator import GENERATOR_VERSION, OBJECT_SETS, TASKS, generate
 from tasks.relations_game.real_data import MINI_SETS, load_mini
 
 IMAGE_SHAPE = (36, 36, 3)
@@ -77,7 +77,8 @@ class RelationsGameTask:
 
     def _cached(self, name: str, split: str, object_set: str, n: int) -> dict[str, np.ndarray]:
         seed = _derived_seed(self.cfg.data_seed, split, name, object_set)
-        path = cache_dir() / "relations_game" / f"{name}-{object_set}-{split}-{n}-s{self.cfg.data_seed}.npz"
+        stem = f"{name}-{object_set}-{split}-{n}-s{self.cfg.data_seed}-v{GENERATOR_VERSION}"
+        path = cache_dir() / "relations_game" / f"{stem}.npz"
         if path.exists():
             with np.load(path) as stored:
                 return {"images": stored["images"], "labels": stored["labels"]}
