@@ -1,5 +1,6 @@
 # The harness's entry points. Each target creates .venv and installs the pinned dependencies on first use.
 #   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
+#   make sweep SWEEP=sweeps/<name>.yaml
 #   make test | make lint | make list | make perf | make sync | make clean
 
 PYTHON ?= python3
@@ -13,10 +14,10 @@ SEED ?= 0
 ARGS ?=
 FORCE ?=
 
-.PHONY: help install bench list runs validate test lint perf sync clean
+.PHONY: help install bench list sweep runs validate test lint perf sync clean
 
 help:
-	@sed -n '1,4p' Makefile
+	@sed -n '1,5p' Makefile
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +33,10 @@ bench: $(STAMP)
 
 list: $(STAMP)
 	@$(BIN)/harness list
+
+# Ray Tune sweep: make sweep SWEEP=sweeps/babi_smoke.yaml (RAY_ADDRESS=... runs it on an existing cluster)
+sweep: $(STAMP)
+	$(BIN)/harness sweep $(SWEEP)
 
 runs: $(STAMP)
 	@$(BIN)/harness runs

@@ -1,4 +1,4 @@
-"""The command line: ``harness list | bench | validate | runs | data``.
+"""The command line: ``harness list | bench | validate | sweep | runs | data``.
 
 Only the registry (YAML) is imported at start-up; torch, Lightning and wandb are imported when a run
 actually starts, so ``harness list`` and every error path answer in well under two seconds.
@@ -77,6 +77,29 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from harness.runners.tune import check_sweep, load_sweep, run_sweep
+    from harness.runs import default_runs_dir
+
+    sweep = load_sweep(Path(args.file))
+    if args.dry_run:
+        check_sweep(sweep)
+        grid = 1
+        for spec in sweep.space.values():
+            grid *= len(spec["values"]) if spec["type"] == "grid" else 1
+        trials = len(sweep.models) * len(sweep.seeds) * grid * sweep.num_samples
+        print(f"sweep {sweep.name}: {sweep.task} x {', '.join(sweep.models)}, profile {sweep.profile}, "
+              f"{trials} trials; the config composes for every model")
+        return 0
+    rows = run_sweep(sweep, Path(args.runs_dir) if args.runs_dir else default_runs_dir())
+    table = [["run_id", "status", "test metrics"]]
+    for row in rows:
+        shown = "  ".join(f"{k}={v:.4f}" for k, v in sorted(row["metrics"].items()) if k.endswith("/acc"))
+        table.append([str(row["run_id"]), str(row["status"]), shown])
+    print(_table(table))
+    return 0 if all(row["status"] == "completed" for row in rows) else 1
+
+
 def cmd_data(args: argparse.Namespace) -> int:
     if args.task != "babi":
         raise UserError(f"'harness data' can write generated data for: babi (not '{args.task}')")
@@ -129,6 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
         p.add_argument("overrides", nargs="*", help="config overrides, e.g. optim.lr=3e-4 task.babi_id=2")
         p.set_defaults(func=func)
+    p = sub.add_parser("sweep", help="run a sweep file (sweeps/<name>.yaml) on Ray Tune")
+    p.add_argument("file")
+    p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    p.add_argument("--dry-run", action="store_true", help="check the sweep and count its trials; start nothing")
+    p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("runs", help="the runs in the store, with their status and test accuracies")
     p.add_argument("--task", default=None)
     p.add_argument("--model", default=None)

@@ -1,0 +1,167 @@
+"""``make report``: one self-contained static HTML site built only from the run store.
+
+    python -m reports.build --runs-dir runs --out reports/out
+
+Pages: ``index.html`` (task x model matrix, papers, every run, provenance), one page per paper YAML in
+``reports/papers/`` (published table beside ours, curves) and ``runs/<run_id>.html`` per run. CSS and
+SVG figures are inline; nothing is fetched. The site is written into a temporary folder beside the output
+folder and then swapped in, so a build never leaves a half-written site and pages from an earlier build
+that no longer apply disappear. The same store gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from reports import figures, tables
+from reports.papers import PaperSpec, load_papers
+from reports.store import RunRecord, load_store, variant_label
+
+PAPERS_DIR = Path(__file__).resolve().parent / "papers"
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+DEFAULT_OUT = Path("reports") / "out"
+MARKER = ".report-site"
+SITE_TITLE = "Reasoning harness: results"
+
+
+def environment() -> Environment:
+    return Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(["html"]),
+                       undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+
+
+def _markup_figures(items: list[dict[str, str]]) -> list[dict[str, Any]]:
+    return [{**item, "svg": Markup(item["svg"])} for item in items]
+
+
+def _number(value: Any, unit: str = "", decimals: int = 1) -> str:
+    return f"{tables.fmt(value, decimals)}{unit}" if isinstance(value, int | float) else "–"
+
+
+def _run_info(run: RunRecord) -> dict[str, Any]:
+    results = run.results
+    git = results.get("git") if isinstance(results.get("git"), dict) else {}
+    dirty = git.get("dirty")
+    best = results.get("best") if isinstance(results.get("best"), dict) else None
+    throughput = results.get("throughput") if isinstance(results.get("throughput"), dict) else {}
+    return {
+        "steps": results.get("steps", "–"), "epochs": results.get("epochs", "–"),
+        "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at step {best.get('step')}, "
+                f"epoch {best.get('epoch')}" if best else "–",
+        "wall": _number(results.get("wall_time_s"), " s"),
+        "throughput": ", ".join(f"{k} = {tables.fmt(v, 1)}" for k, v in sorted(throughput.items())) or "–",
+        "data_source": results.get("data_source") or "–", "device": results.get("device") or "–",
+        "commit": git.get("commit") or "unknown",
+        "dirty": "dirty tree" if dirty else "clean tree" if dirty is False else "dirty flag unknown",
+        "started": results.get("started_at") or "–", "finished": results.get("finished_at") or "–",
+        "error": results.get("error") or None,
+    }
+
+
+def _render_all(runs: list[RunRecord], papers: list[PaperSpec], runs_dir: Path, runs_found: bool) -> dict[str, str]:
+    """Every page of the site: relative path -> HTML text."""
+    env = environment()
+    nav = [{"name": paper.name, "page": paper.page} for paper in papers]
+    pages: dict[str, str] = {}
+    pages["index.html"] = env.get_template("index.html").render(
+        title=SITE_TITLE, root="", nav_papers=nav, runs_found=runs_found,
+        no_runs_message=f"No runs: the run store {runs_dir} does not exist." if not runs_dir.is_dir()
+        else f"No runs in the run store {runs_dir} yet.",
+        runs_dir=str(runs_dir), n_runs=len(runs), status_summary=tables.status_summary(runs),
+        matrix=tables.matrix(runs, papers), groups=tables.run_groups(runs),
+        papers=[{"page": p.page, "title": p.title, "citation": p.citation} for p in papers],
+        provenance=tables.provenance(runs),
+    )
+    for paper in papers:
+        pages[paper.page] = env.get_template("paper.html").render(
+            title=paper.title, root="", nav_papers=nav, paper=paper,
+            tables=[tables.compare_table(runs, table) for table in paper.tables],
+            figures=_markup_figures(figures.paper_figures(runs, paper)),
+        )
+    for run in runs:
+        versions = run.results.get("versions") if isinstance(run.results.get("versions"), dict) else {}
+        analysis = run.results.get("analysis")
+        pages[run.page] = env.get_template("run.html").render(
+            title=f"{run.run_id} ({run.status})", root="../", nav_papers=nav, run=run,
+            variant=variant_label(run) if run.results else "–", info=_run_info(run),
+            metrics=tables.metric_rows(run.metrics), stages=tables.stage_rows(run),
+            figures=_markup_figures(figures.run_figures(run)),
+            analysis=json.dumps(analysis, indent=1, sort_keys=True) if analysis else None,
+            versions=[{"package": k, "version": str(v)} for k, v in sorted(versions.items())],
+        )
+    return pages
+
+
+def _replace_site(staging: Path, out_dir: Path) -> None:
+    if out_dir.exists():
+        if not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / MARKER).exists()):
+            raise FileExistsError(f"{out_dir} exists and is not a report folder (no {MARKER}); "
+                                  "choose another --out or remove it")
+        old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+        os.replace(out_dir, old / out_dir.name)
+        os.replace(staging, out_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, out_dir)
+
+
+def build_report(runs_dir: Path, out_dir: Path, papers_dir: Path = PAPERS_DIR) -> list[Path]:
+    """Build the site from ``runs_dir`` into ``out_dir``; returns the pages written (index first).
+
+    A missing ``runs_dir`` gives a site whose index says there are no runs. ``out_dir`` is replaced as a
+    whole; it must be absent, empty or a folder an earlier build wrote."""
+    runs_dir, out_dir = Path(runs_dir), Path(out_dir)
+    runs = load_store(runs_dir)
+    papers = load_papers(Path(papers_dir))
+    pages = _render_all(runs, papers, runs_dir, runs_found=bool(runs))
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
+    try:
+        site = staging / "site"
+        for name, text in pages.items():
+            path = site / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(text.encode("utf-8"))
+        (site / MARKER).write_text("written by reports.build; replaced as a whole by the next build\n")
+        for folder in (site, *(p for p in site.rglob("*") if p.is_dir())):
+            folder.chmod(0o755)
+        _replace_site(site, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    order = ["index.html", *(p.page for p in papers), *(r.page for r in runs)]
+    return [out_dir / name for name in order]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.build", description=__doc__.splitlines()[0])
+    parser.add_argument("--runs-dir", type=Path, default=Path(os.environ.get("HARNESS_RUNS_DIR", "runs")),
+                        help="the run store (default: $HARNESS_RUNS_DIR or runs)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
+    parser.add_argument("--papers-dir", type=Path, default=PAPERS_DIR, help="the published tables (YAML)")
+    args = parser.parse_args(argv)
+    if not args.runs_dir.is_dir():
+        print(f"report: the run store {args.runs_dir} does not exist; writing an index that says there are no runs",
+              file=sys.stderr)
+    try:
+        written = build_report(args.runs_dir, args.out, args.papers_dir)
+    except (FileExistsError, ValueError) as exc:
+        print(f"report: {exc}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    print(f"index: {written[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,285 @@
+"""Reading the run store for the report: every run directory as a :class:`RunRecord`.
+
+Nothing here raises on a bad run: a ``results.json`` or ``metrics.csv`` that cannot be read marks the run
+``unreadable`` (with the reason in ``problems``) and the build goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+UNREADABLE = "unreadable"
+SINGLE = "single"
+CURRICULUM = "curriculum"
+_MISSING = object()
+
+
+@dataclass
+class RunRecord:
+    """One run directory: its results, config and curves, as far as they could be read."""
+
+    path: Path
+    rel_path: str
+    task: str
+    model: str
+    run_id: str
+    results: dict[str, Any]
+    status: str
+    config: dict[str, Any] = field(default_factory=dict)
+    config_text: str | None = None
+    curves: pd.DataFrame | None = None
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pruning: list[dict[str, Any]] | None = None
+    problems: list[str] = field(default_factory=list)
+    page: str = ""
+    variant: str = ""
+    fingerprint: str = ""
+
+    @property
+    def seed(self) -> Any:
+        return self.results.get("seed", self.config.get("seed"))
+
+    @property
+    def profile(self) -> Any:
+        return self.results.get("profile", self.config.get("profile"))
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        metrics = self.results.get("metrics")
+        return metrics if isinstance(metrics, dict) else {}
+
+    @property
+    def protocol(self) -> str:
+        return str(cfg_get(self.config, "protocol.name", SINGLE) or SINGLE)
+
+    def metric(self, name: str) -> float | None:
+        value = self.metrics.get(name)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    def sort_key(self) -> tuple[str, str]:
+        """Later runs sort last (finished, then started, then the id)."""
+        return (str(self.results.get("finished_at") or self.results.get("started_at") or ""), self.run_id)
+
+
+def cfg_get(config: Any, dotted: str, default: Any = None) -> Any:
+    """``config["a"]["b"]`` for ``"a.b"``; ``default`` where any part is missing."""
+    node = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def flatten(config: Any, prefix: str = "") -> dict[str, str]:
+    """``{"a.b": "<value as JSON>"}`` for every leaf of a nested config."""
+    if isinstance(config, dict):
+        out: dict[str, str] = {}
+        for key in sorted(config, key=str):
+            out.update(flatten(config[key], f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): json.dumps(config, sort_keys=True, default=str)}
+
+
+IGNORED_KEYS = ("seed", "tracking.")
+"""Config entries that do not make two runs different experiments (seeds are what a group averages over)."""
+
+
+def config_fingerprint(run: RunRecord) -> str:
+    """Identical for runs that differ only in the seed (and tracking settings)."""
+    if not run.config:
+        return f"no-config:{run.rel_path}"
+    items = {k: v for k, v in flatten(run.config).items() if k != "seed" and not k.startswith(IGNORED_KEYS[1])}
+    return hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def base_label(run: RunRecord) -> str:
+    """The short name of a run's configuration: task variant, protocol and profile."""
+    parts = []
+    babi_id = cfg_get(run.config, "task.babi_id")
+    if babi_id is not None:
+        parts.append(f"task {babi_id}")
+    if run.protocol == CURRICULUM:
+        target = ", ".join(str(t) for t in cfg_get(run.config, "protocol.target", []) or [])
+        pretrain = ", ".join(str(t) for t in cfg_get(run.config, "protocol.pretrain", []) or [])
+        parts.append(f"curriculum (target {target or '?'}; pretrain {pretrain or '?'})")
+    else:
+        tasks = cfg_get(run.config, "task.tasks")
+        if isinstance(tasks, list) and tasks:
+            parts.append("+".join(str(t) for t in tasks))
+    if run.profile:
+        parts.append(f"[{run.profile}]")
+    return " ".join(parts) or "default"
+
+
+def variant_label(run: RunRecord) -> str:
+    return run.variant or base_label(run)
+
+
+def assign_variants(runs: list[RunRecord], max_keys: int = 3) -> None:
+    """Set each run's ``fingerprint`` and ``variant``: its base label, plus the config entries that tell it
+    apart from other configurations of the same task, model and base label."""
+    groups: dict[tuple[str, str, str], list[RunRecord]] = {}
+    for run in runs:
+        run.fingerprint = config_fingerprint(run)
+        run.variant = base_label(run)
+        groups.setdefault((run.task, run.model, run.variant), []).append(run)
+    for group in groups.values():
+        if len({run.fingerprint for run in group}) < 2:
+            continue
+        flat = {run.rel_path: flatten(run.config) for run in group}
+        keys = sorted({key for values in flat.values() for key in values})
+        differing = [key for key in keys if key != "seed" and not key.startswith(IGNORED_KEYS[1])
+                     and len({values.get(key) for values in flat.values()}) > 1]
+        for run in group:
+            shown = [f"{key}={_shown(flat[run.rel_path].get(key))}" for key in differing[:max_keys]]
+            more = " …" if len(differing) > max_keys else ""
+            run.variant = f"{run.variant} {{{', '.join(shown)}{more}}}"
+
+
+def _shown(encoded: str | None) -> str:
+    if encoded is None:
+        return "unset"
+    value = json.loads(encoded)
+    return value if isinstance(value, str) else encoded
+
+
+def main_group(runs: list[RunRecord]) -> tuple[list[RunRecord], list[list[RunRecord]]]:
+    """Split ``runs`` by configuration; the main one is the configuration with the most seeds (completed
+    first), then the most steps, then the latest. Returns (main group, the other groups)."""
+    groups: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        groups.setdefault(run.fingerprint or config_fingerprint(run), []).append(run)
+
+    def rank(group: list[RunRecord]) -> tuple[Any, ...]:
+        completed = {str(r.seed) for r in group if r.status == "completed"}
+        steps = [float(r.results["steps"]) for r in group if isinstance(r.results.get("steps"), int | float)]
+        return (len(completed), len({str(r.seed) for r in group}), sum(steps) / max(len(steps), 1),
+                max(r.sort_key() for r in group))
+
+    ordered = sorted(groups.values(), key=rank, reverse=True)
+    return (ordered[0], ordered[1:]) if ordered else ([], [])
+
+
+def per_seed(runs: list[RunRecord]) -> list[RunRecord]:
+    """One run per seed: a completed one if any, else the latest; among completed ones the latest."""
+    chosen: dict[str, RunRecord] = {}
+    for run in sorted(runs, key=lambda r: (r.status == "completed", *r.sort_key())):
+        chosen[str(run.seed)] = run
+    return [chosen[key] for key in sorted(chosen, key=_natural)]
+
+
+def _natural(text: str) -> tuple[Any, ...]:
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+def _read_json_dict(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path.name} holds a {type(data).__name__}, not an object")
+    return data
+
+
+def read_curves(path: Path) -> pd.DataFrame | None:
+    """``metrics.csv`` as a frame with a numeric ``step`` column; None when the file does not exist.
+
+    Raises ``ValueError`` (or ``OSError``) when it exists but cannot be read as a curve file."""
+    if not path.exists():
+        return None
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path.name}: {exc}") from exc
+    if "step" not in frame.columns:
+        raise ValueError(f"{path.name}: no step column")
+    frame = frame.apply(pd.to_numeric, errors="coerce")
+    if frame["step"].isna().all() and len(frame):
+        raise ValueError(f"{path.name}: the step column holds no numbers")
+    return frame
+
+
+def _read_pruning(path: Path) -> list[dict[str, Any]] | None:
+    if not path.exists():
+        return None
+    data = _read_json_dict(path)
+    curve = data.get("curve")
+    if not isinstance(curve, list):
+        raise ValueError("head_pruning.json has no curve list")
+    return [point for point in curve if isinstance(point, dict) and "heads" in point]
+
+
+def load_run(results_path: Path, runs_dir: Path) -> RunRecord:
+    """Everything the report needs from one run directory; never raises for a damaged run."""
+    directory = results_path.parent
+    rel = directory.relative_to(runs_dir)
+    task, model, run_id = rel.parts[0], rel.parts[1], rel.parts[2]
+    problems: list[str] = []
+    try:
+        results = _read_json_dict(results_path)
+        status = str(results.get("status") or "unknown")
+    except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        results, status = {}, UNREADABLE
+        problems.append(f"results.json unreadable: {exc}")
+    run = RunRecord(path=directory, rel_path=rel.as_posix(), task=str(results.get("task") or task),
+                    model=str(results.get("model") or model), run_id=str(results.get("run_id") or run_id),
+                    results=results, status=status)
+    config_path = directory / "config.yaml"
+    if config_path.exists():
+        try:
+            run.config_text = config_path.read_text(encoding="utf-8")
+            config = yaml.safe_load(run.config_text)
+            run.config = config if isinstance(config, dict) else {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            problems.append(f"config.yaml unreadable: {exc}")
+    try:
+        run.curves = read_curves(directory / "metrics.csv")
+    except (OSError, ValueError) as exc:
+        problems.append(f"metrics.csv unreadable: {exc}")
+        run.status = UNREADABLE
+    try:
+        run.pruning = _read_pruning(directory / "analysis" / "head_pruning.json")
+    except (OSError, ValueError) as exc:
+        problems.append(f"analysis/head_pruning.json unreadable: {exc}")
+    stages_dir = directory / "stages"
+    if stages_dir.is_dir():
+        for stage_dir in sorted(p for p in stages_dir.iterdir() if p.is_dir()):
+            stage: dict[str, Any] = {"results": {}, "curves": None, "status": "missing"}
+            try:
+                if (stage_dir / "results.json").exists():
+                    stage["results"] = _read_json_dict(stage_dir / "results.json")
+                    stage["status"] = str(stage["results"].get("status") or "unknown")
+                stage["curves"] = read_curves(stage_dir / "metrics.csv")
+            except (OSError, ValueError) as exc:
+                stage["status"] = UNREADABLE
+                problems.append(f"stages/{stage_dir.name} unreadable: {exc}")
+            run.stages[stage_dir.name] = stage
+    run.problems = problems
+    if run.status == UNREADABLE and not run.results.get("error"):
+        run.results = {**run.results, "error": "; ".join(problems)}
+    return run
+
+
+def load_store(runs_dir: Path) -> list[RunRecord]:
+    """Every ``<task>/<model>/<run_id>/results.json`` under ``runs_dir`` (sorted by path), each with a unique
+    page name; an empty list when the folder does not exist."""
+    if not runs_dir.is_dir():
+        return []
+    runs = [load_run(path, runs_dir) for path in sorted(runs_dir.glob("*/*/*/results.json"))]
+    used: set[str] = set()
+    for run in runs:
+        base = re.sub(r"[^A-Za-z0-9._-]+", "_", run.run_id).strip("._") or "run"
+        name, counter = base, 2
+        while name.lower() in used:
+            name, counter = f"{base}-{counter}", counter + 1
+        used.add(name.lower())
+        run.page = f"runs/{name}.html"
+    assign_variants(runs)
+    return runs

@@ -1,0 +1,227 @@
+"""The report generator (reports/) on a small hand-written run store."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reports.build import build_report, main
+
+STAGES = ("1_scratch", "2_pretrain", "3_frozen_central", "4_frozen_encoder")
+
+
+def _curves(path: Path, final: dict[str, float], val_accs: list[float], steps_per_epoch: int = 20) -> None:
+    rows: list[dict[str, Any]] = []
+    for epoch, acc in enumerate(val_accs):
+        for step in (steps_per_epoch * epoch + 10, steps_per_epoch * (epoch + 1)):
+            rows.append({"step": step, "epoch": epoch, "train/loss": 1.0 / step, "train/acc": acc, "lr": 0.01})
+        rows.append({"step": steps_per_epoch * (epoch + 1), "epoch": epoch, "train/epoch_loss": 0.5,
+                     "train/examples_per_s": 100.0, "val/loss": 1 - acc, "val/acc": acc})
+    rows.append({"step": steps_per_epoch * len(val_accs), "epoch": len(val_accs) - 1, **final})
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(key for key in row if key not in columns)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_run(runs: Path, task: str, model: str, seed: int, *, metrics: dict[str, float] | None = None,
+              status: str = "completed", task_cfg: dict[str, Any] | None = None, protocol: dict[str, Any] | None = None,
+              error: str | None = None, tag: str = "a", finished: str = "2026-01-01T00:00:00Z") -> Path:
+    run_id = f"{task}-{model}-cpu-s{seed}-{tag}"
+    path = runs / task / model / run_id
+    path.mkdir(parents=True)
+    config = {"seed": seed, "profile": "cpu", "task": {"name": task, **(task_cfg or {})}, "model": {"name": model},
+              "optim": {"name": "sgd", "lr": 0.01}, "train": {"batch_size": 10},
+              "protocol": protocol or {"name": "single", "target": [], "pretrain": []}}
+    (path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    results = {
+        "schema_version": 1, "run_id": run_id, "task": task, "model": model, "profile": "cpu", "seed": seed,
+        "status": status, "metrics": metrics if status == "completed" and metrics else {},
+        "best": {"metric": "val/acc", "value": 0.9, "step": 40, "epoch": 1}, "steps": 40, "epochs": 2,
+        "wall_time_s": 12.5, "throughput": {"train/examples_per_s": 100.0}, "data_source": "generator",
+        "git": {"commit": "abc123def456", "dirty": seed == 1}, "versions": {"python": "3.11.7", "torch": "2.13.0"},
+        "device": "cpu, 2 threads", "started_at": "2026-01-01T00:00:00Z", "finished_at": finished, "error": error,
+    }
+    (path / "results.json").write_text(json.dumps(results, indent=2))
+    _curves(path / "metrics.csv", metrics if status == "completed" and metrics else {}, [0.6, 0.9])
+    return path
+
+
+def make_store(runs: Path) -> None:
+    for seed in (0, 1):
+        # bAbI task 1, two models
+        write_run(runs, "babi", "tpr_rnn", seed, task_cfg={"babi_id": 1},
+                  metrics={"test/acc": 0.999 - 0.002 * seed, "test/error": 0.001 + 0.002 * seed})
+        write_run(runs, "babi", "lstm", seed, task_cfg={"babi_id": 1},
+                  metrics={"test/acc": 0.5, "test/error": 0.5})
+        # Relations Game 'same', two models
+        same = {"tasks": ["same"], "test_sets": ["hexominoes", "stripes"]}
+        write_run(runs, "relations_game", "predinet", seed, task_cfg=same,
+                  metrics={"test/acc": 0.99, "test_hexominoes/acc": 0.99, "test_stripes/acc": 0.99 - 0.01 * seed})
+        write_run(runs, "relations_game", "mlp2", seed, task_cfg=same,
+                  metrics={"test/acc": 0.85, "test_hexominoes/acc": 0.80 + 0.02 * seed, "test_stripes/acc": 0.88})
+    pruning = {"curve": [{"heads": q, "mean": 0.5 + q / 80, "best": 0.6 + q / 100} for q in range(1, 33)]}
+    path = runs / "relations_game" / "predinet" / "relations_game-predinet-cpu-s0-a"
+    (path / "analysis").mkdir()
+    (path / "analysis" / "head_pruning.json").write_text(json.dumps(pruning))
+    write_run(runs, "relations_game", "predinet", 2, status="failed", task_cfg={"tasks": ["same"]}, tag="f",
+              error="RuntimeError: CUDA out of memory <while> allocating & failing")
+    curriculum = write_run(runs, "relations_game", "predinet", 0, tag="c", task_cfg={"tasks": ["same"]},
+                           metrics={"3_frozen_central/test/acc": 0.97},
+                           protocol={"name": "curriculum", "target": ["same"], "pretrain": ["between"]})
+    for index, stage in enumerate(STAGES):
+        stage_dir = curriculum / "stages" / stage
+        stage_dir.mkdir(parents=True)
+        (stage_dir / "results.json").write_text(json.dumps({
+            "status": "completed", "stage": stage, "tasks": ["between"] if stage == "2_pretrain" else ["same"],
+            "metrics": {"test/acc": 0.8 + 0.05 * index}, "steps": 40,
+            "best": {"metric": "val/acc", "value": 0.8, "step": 40, "epoch": 1}}))
+        _curves(stage_dir / "metrics.csv", {"test/acc": 0.8 + 0.05 * index}, [0.5 + 0.1 * index, 0.9])
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[Path]]:
+    root = tmp_path_factory.mktemp("report")
+    runs = root / "runs"
+    make_store(runs)
+    out = root / "out"
+    return runs, out, build_report(runs, out)
+
+
+def _row(html: str, *labels: str) -> list[str]:
+    """The cells of the paper-table row whose first cells are ``labels``."""
+    start = "".join(f"<td>{label}</td>" for label in labels)
+    match = re.search(re.escape("<tr>" + start) + r"(.*?)</tr>", html, flags=re.S)
+    assert match, f"no row {labels}"
+    return re.findall(r"<td([^>]*)>(.*?)</td>", start + match.group(1), flags=re.S)
+
+
+def test_pages_exist(site: tuple[Path, Path, list[Path]]) -> None:
+    runs, out, written = site
+    assert written[0] == out / "index.html"
+    for name in ("index.html", "predinet.html", "tpr_rnn.html"):
+        assert (out / name).is_file()
+    run_ids = sorted(p.parent.name for p in runs.glob("*/*/*/results.json"))
+    assert sorted(p.stem for p in (out / "runs").glob("*.html")) == run_ids
+    assert set(written) == {p for p in out.rglob("*.html")}
+
+
+def test_index_matrix(site: tuple[Path, Path, list[Path]]) -> None:
+    html = (site[1] / "index.html").read_text()
+    matrix = html[html.index('<table class="matrix">'):html.index("</table>")]
+    for name in ("babi", "relations_game", "tpr_rnn", "lstm", "predinet", "mlp2", "mlp1", "relation_net"):
+        assert f"<th>{name}</th>" in matrix
+    assert "no run yet" in matrix  # e.g. babi x predinet, relations_game x mlp1
+    assert "99.8%" in matrix  # tpr_rnn on bAbI task 1: mean of 99.9 and 99.7
+    assert 'href="#runs-babi-tpr_rnn"' in matrix and 'id="runs-babi-tpr_rnn"' in html
+    assert "1 failed" in matrix
+    assert 'href="predinet.html"' in html and 'href="tpr_rnn.html"' in html
+    assert "abc123def456" in html and "2.13.0" in html  # provenance footer
+
+
+def test_predinet_table(site: tuple[Path, Path, list[Path]]) -> None:
+    html = (site[1] / "predinet.html").read_text()
+    cells = _row(html, "same", "stripes")  # relation, object set, metric, then (published, ours, diff) x model
+    models = ["mlp1", "mlp2", "relation_net", "mha", "predinet"]
+    published, ours, diff = cells[3 + 3 * models.index("predinet"): 6 + 3 * models.index("predinet")]
+    assert published[1].startswith("100.0")
+    assert "98.5" in ours[1] and "n=2" in ours[1]  # mean of 99 and 98
+    assert "match-green" in ours[0] and diff[1] == "-1.5"
+    _, mlp2_ours, mlp2_diff = cells[3 + 3 * models.index("mlp2"): 6 + 3 * models.index("mlp2")]
+    assert "88.0" in mlp2_ours[1] and "match-amber" in mlp2_ours[0] and mlp2_diff[1] == "-5.2"
+    hexo = _row(html, "same", "hexominoes")
+    assert "match-red" in hexo[3 + 3 * models.index("mlp2") + 1][0]  # 81.0 against 96.2
+    assert "no run yet" in hexo[3 + 3 * models.index("mlp1") + 1][1]
+    between = _row(html, "between", "stripes")
+    assert all("no run yet" in cell[1] for cell in between[4::3])
+    assert "head pruning" in html and "curriculum stages" in html
+
+
+def test_tpr_rnn_table(site: tuple[Path, Path, list[Path]]) -> None:
+    html = (site[1] / "tpr_rnn.html").read_text()
+    cells = _row(html, "1", "single-supporting-fact")
+    texts = [text for _, text in cells]
+    assert any(text.startswith("0.02") for text in texts)  # published (paper Table 2)
+    ours = [cell for cell in cells if "n=2" in cell[1]]
+    assert ours and "0.20" in ours[0][1] and "match-green" in ours[0][0]  # mean of 0.1 % and 0.3 %
+    assert "no run yet" in "".join(text for _, text in _row(html, "2", "two-supporting-facts"))
+
+
+def test_failed_and_curriculum_run_pages(site: tuple[Path, Path, list[Path]]) -> None:
+    failed = (site[1] / "runs" / "relations_game-predinet-cpu-s2-f.html").read_text()
+    assert "failed" in failed
+    assert "RuntimeError: CUDA out of memory &lt;while&gt; allocating &amp; failing" in failed
+    assert "<pre>seed: 2" in failed  # the config, escaped in a <pre>
+    ok = (site[1] / "runs" / "babi-tpr_rnn-cpu-s1-a.html").read_text()
+    assert "test/error" in ok and "abc123def456" in ok and "dirty tree" in ok and "<svg" in ok
+    curriculum = (site[1] / "runs" / "relations_game-predinet-cpu-s0-c.html").read_text()
+    assert all(stage in curriculum for stage in STAGES) and "Curriculum stages" in curriculum
+
+
+def test_self_contained(site: tuple[Path, Path, list[Path]]) -> None:
+    for path in site[2]:
+        html = path.read_text()
+        assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html), path
+        assert "<img" not in html and "<link" not in html and "<script" not in html
+        assert "<?xml" not in html
+    paper = (site[1] / "predinet.html").read_text()
+    assert paper.count("<svg") >= 3 and paper.count("<svg") == paper.count("</svg>")
+
+
+def test_byte_identical_rebuild(site: tuple[Path, Path, list[Path]], tmp_path: Path) -> None:
+    runs, out, written = site
+    again = build_report(runs, tmp_path / "again")
+    assert [p.relative_to(tmp_path / "again") for p in again] == [p.relative_to(out) for p in written]
+    for first, second in zip(written, again, strict=True):
+        assert first.read_bytes() == second.read_bytes(), first.name
+
+
+def test_unreadable_runs_and_stale_pages(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    write_run(runs, "babi", "tpr_rnn", 0, task_cfg={"babi_id": 1}, metrics={"test/acc": 1.0, "test/error": 0.0})
+    broken = write_run(runs, "babi", "tpr_rnn", 1, task_cfg={"babi_id": 1}, metrics={"test/acc": 1.0})
+    (broken / "results.json").write_text("{not json")
+    bad_csv = write_run(runs, "babi", "lstm", 0, task_cfg={"babi_id": 1}, metrics={"test/acc": 0.5})
+    (bad_csv / "metrics.csv").write_bytes(b"\xff\xfe\x00garbage")
+    listed = write_run(runs, "babi", "lstm", 1, task_cfg={"babi_id": 1}, metrics={"test/acc": 0.5})
+    (listed / "results.json").write_text("[1, 2]")
+    out = tmp_path / "out"
+    build_report(runs, out)
+    index = (out / "index.html").read_text()
+    assert index.count('class="status-unreadable"') == 3
+    page = (out / "runs" / "babi-tpr_rnn-cpu-s1-a.html").read_text()
+    assert "unreadable" in page and "results.json unreadable" in page
+    # a run removed from the store loses its page at the next build
+    for path in sorted(bad_csv.rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    bad_csv.rmdir()
+    build_report(runs, out)
+    assert not (out / "runs" / "babi-lstm-cpu-s0-a.html").exists()
+    assert (out / "runs" / "babi-tpr_rnn-cpu-s0-a.html").exists()
+
+
+def test_missing_store_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "site"
+    assert main(["--runs-dir", str(tmp_path / "nope"), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "does not exist" in captured.err
+    assert captured.out.splitlines()[-1] == f"index: {out / 'index.html'}"
+    assert f"wrote {out / 'predinet.html'}" in captured.out
+    index = (out / "index.html").read_text()
+    assert "No runs" in index and "no run yet" in index
+    assert "no run yet" in (out / "predinet.html").read_text()
+    # never replaces a folder it did not write
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    assert main(["--runs-dir", str(tmp_path / "nope"), "--out", str(other)]) == 2
+    assert (other / "keep.txt").read_text() == "mine"
