@@ -1,6 +1,6 @@
 # The harness's entry points. Each target creates .venv and installs the pinned dependencies on first use.
 #   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
-#   make sweep SWEEP=sweeps/<name>.yaml
+#   make sweep SWEEP=sweeps/<name>.yaml | make report
 #   make test | make lint | make list | make perf | make sync | make clean
 
 PYTHON ?= python3
@@ -14,7 +14,7 @@ SEED ?= 0
 ARGS ?=
 FORCE ?=
 
-.PHONY: help install bench list sweep runs validate test lint perf sync clean
+.PHONY: help install bench list sweep report runs validate test lint perf sync clean
 
 help:
 	@sed -n '1,5p' Makefile
@@ -37,6 +37,10 @@ list: $(STAMP)
 # Ray Tune sweep: make sweep SWEEP=sweeps/babi_smoke.yaml (RAY_ADDRESS=... runs it on an existing cluster)
 sweep: $(STAMP)
 	$(BIN)/harness sweep $(SWEEP)
+
+# The HTML report (reports/out/index.html), built only from the run store.
+report: $(STAMP)
+	$(BIN)/harness report
 
 runs: $(STAMP)
 	@$(BIN)/harness runs

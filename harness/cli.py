@@ -1,4 +1,4 @@
-"""The command line: ``harness list | bench | validate | sweep | runs | data``.
+"""The command line: ``harness list | bench | validate | sweep | report | runs | data``.
 
 Only the registry (YAML) is imported at start-up; torch, Lightning and wandb are imported when a run
 actually starts, so ``harness list`` and every error path answer in well under two seconds.
@@ -100,6 +100,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if all(row["status"] == "completed" for row in rows) else 1
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.runs import default_runs_dir
+    from reports.build import main as build_main
+
+    runs = args.runs_dir or str(default_runs_dir())
+    return build_main(["--runs-dir", runs, "--out", args.out])
+
+
 def cmd_data(args: argparse.Namespace) -> int:
     if args.task != "babi":
         raise UserError(f"'harness data' can write generated data for: babi (not '{args.task}')")
@@ -157,6 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
     p.add_argument("--dry-run", action="store_true", help="check the sweep and count its trials; start nothing")
     p.set_defaults(func=cmd_sweep)
+    p = sub.add_parser("report", help="build the HTML report (reports/out/) from the run store")
+    p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    p.add_argument("--out", default="reports/out")
+    p.set_defaults(func=cmd_report)
     p = sub.add_parser("runs", help="the runs in the store, with their status and test accuracies")
     p.add_argument("--task", default=None)
     p.add_argument("--model", default=None)

@@ -218,7 +218,9 @@ def index(runs_dir: Path | None = None) -> list[dict[str, Any]]:
     for path in sorted((runs_dir or default_runs_dir()).glob("*/*/*/results.json")):
         try:
             row = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+            if not isinstance(row, dict):
+                raise ValueError("results.json is not a JSON object")
+        except (OSError, ValueError) as exc:
             row = {"run_id": path.parent.name, "status": "unreadable", "error": str(exc)}
         rows.append({**row, "path": str(path.parent)})
     return rows

@@ -1,5 +1,12 @@
-"""The report generator: rebuilds the papers' tables and curves from the run store as HTML.
+"""The report generator: rebuilds the papers' tables and curves from the run store as a static HTML site.
 
-It reads only the run store (``runs/``); the generator itself arrives with the sweeps and report work
-(see the README's roadmap).
+``python -m reports.build --runs-dir runs --out reports/out`` (see :mod:`reports.build`). It reads only the
+run store; the harness core never imports this package (pandas, matplotlib and seaborn stay in here).
+
+* :mod:`reports.store`   reads every run directory (results, config, curves, stages, analyses), tolerating
+                         damaged runs;
+* :mod:`reports.papers`  reads the published tables in ``reports/papers/*.yaml``;
+* :mod:`reports.tables`  the numbers on the pages (task x model matrix, published vs ours, run metrics);
+* :mod:`reports.figures` the figures, as inline SVG;
+* :mod:`reports.build`   renders the jinja2 templates in ``reports/templates/`` and writes the site.
 """

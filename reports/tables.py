@@ -186,7 +186,8 @@ def compare_cell(runs: list[RunRecord], table: TableSpec, row: dict[str, Any], m
         cell["alternatives"] = "; ".join(alternatives)
     if pub_mean is not None:
         diff = mean - pub_mean
-        cell.update(diff=f"{diff:+.{d}f}", css=colour(diff, table.tolerance))
+        text = f"{diff:+.{d}f}"
+        cell.update(diff=text if float(text) != 0 else f"{0:.{d}f}", css=colour(diff, table.tolerance))
     else:
         cell["css"] = "no-published"
     return cell
