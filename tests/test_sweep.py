@@ -67,3 +67,12 @@ def test_sweep_of_two_models_and_two_seeds_fills_the_store_and_a_failing_trial_i
     assert sum(1 for r in results if r["status"] == "completed") == 4
     assert sum(1 for r in results if r["status"] == "failed" and "no question lines" in r["error"]) == 4
     assert "completed" in done.stdout and "failed" in done.stdout
+
+    site = tmp_path / "site"  # the sweep's runs appear in the report
+    built = subprocess.run([sys.executable, "-m", "harness.cli", "report", "--runs-dir", str(runs), "--out", str(site)],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    index = (site / "index.html").read_text()
+    assert "tpr_rnn" in index and "lstm" in index
+    for r in results:
+        assert (site / "runs" / f"{r['run_id']}.html").exists()
