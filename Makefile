@@ -34,9 +34,9 @@ bench: $(STAMP)
 list: $(STAMP)
 	@$(BIN)/harness list
 
-# Ray Tune sweep: make sweep SWEEP=sweeps/babi_smoke.yaml (RAY_ADDRESS=... runs it on an existing cluster)
+# Ray Tune sweep: make sweep SWEEP=sweeps/babi_smoke.yaml [PROFILE=paper] (RAY_ADDRESS=... runs it on a cluster)
 sweep: $(STAMP)
-	$(BIN)/harness sweep $(SWEEP)
+	$(BIN)/harness sweep $(SWEEP) $(if $(filter command line,$(origin PROFILE)),--profile $(PROFILE))
 
 # The HTML report (reports/out/index.html), built only from the run store.
 report: $(STAMP)

@@ -82,6 +82,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from harness.runs import default_runs_dir
 
     sweep = load_sweep(Path(args.file))
+    if args.profile:
+        sweep.profile = args.profile
     if args.dry_run:
         check_sweep(sweep)
         grid = 1
@@ -164,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
     p.add_argument("--dry-run", action="store_true", help="check the sweep and count its trials; start nothing")
+    p.add_argument("--profile", default=None, help="run the sweep at this profile instead of the file's (e.g. paper)")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("report", help="build the HTML report (reports/out/) from the run store")
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")

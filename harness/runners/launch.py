@@ -100,7 +100,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
                       project=cfg.tracking.project,
                       group=cfg.tracking.group or f"{cfg.task.name}-{cfg.model.name}",
                       tags=[f"task:{cfg.task.name}", f"model:{cfg.model.name}", f"profile:{cfg.profile}",
-                            *cfg.tracking.tags])
+                            f"seed:{cfg.seed}", *cfg.tracking.tags])
     exit_code = 1
     try:
         summary = _train(cfg, task, composed, run, tracker, results)
