@@ -282,19 +282,11 @@ def generate_scenes(task: str, n: int, object_set: str, rng: np.random.Generator
         raise ValueError(f"n must be >= 0, got {n}")
     s = _Sampler(object_table(object_set), rng)
     labels = _balanced_labels(n, TASKS[task], rng)
-    if task == "same":
-        cells = _same(labels, s, rng)
-    elif task == "colour_shape":
-        cells = _colour_shape(labels, s, rng)
-    elif task == "between":
-        cells = _between(labels, s, rng)
-    elif task == "occurs":
-        cells = _occurs(labels, s, rng)
-    elif task == "xoccurs":
-        cells = _xoccurs(labels, s, rng)
-    elif task == "match_rows":
-        cells = _match_rows(labels, s, rng)
-    else:
+    builders = {"same": _same, "colour_shape": _colour_shape, "between": _between, "occurs": _occurs,
+                "xoccurs": _xoccurs, "match_rows": _match_rows}
+    if task in builders:
+        cells = builders[task](labels, s, rng)
+    else:  # row_<p> / col_<p>
         cells = _row_col(labels, s, rng, *_line_pattern(task))
     return Scenes(cells=cells, labels=labels)
 
