@@ -26,7 +26,7 @@ PROTOCOLS = ("single", "curriculum")
 
 def _summary_line(run: Run, results: dict[str, Any]) -> str:
     metrics = results.get("metrics") or {}
-    shown = "  ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items()) if k.startswith("test"))
+    shown = "  ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items()) if "test" in k and k.endswith("/acc"))
     rate = (results.get("throughput") or {}).get("train/examples_per_s")
     rate_text = f"  {rate:.0f} train examples/s" if rate else ""
     return (f"{results['status']}: {results['task']}/{results['model']} in {results['wall_time_s']:.0f} s: "
