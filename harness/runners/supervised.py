@@ -30,7 +30,7 @@ from harness.errors import DivergedError
 from harness.optim import LearningRatePolicy, build_optimizer
 from harness.runners.analysis import run_analysis
 from harness.runners.recorder import RunRecorder
-from harness.runs import Run
+from harness.runs import Run, atomic_write
 
 
 class SupervisedModule(pl.LightningModule):
@@ -126,13 +126,13 @@ class StopAtTarget(pl.Callback):
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
-    """Checkpoints written to a temporary file and renamed: a kill never leaves a truncated file."""
+    """Checkpoints written through the run store's atomic writer (temporary file, fsync, rename), like every
+    other file of a run: a kill never leaves a truncated checkpoint."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
-        target = Path(path)
-        tmp = target.with_name(f".{target.name}.tmp")
-        super().save_checkpoint(checkpoint, tmp, storage_options)
-        tmp.replace(target)
+        if storage_options is not None:
+            raise TypeError("AtomicCheckpointIO writes local files and takes no storage_options")
+        atomic_write(Path(path), lambda handle: torch.save(checkpoint, handle))
 
 
 def _loader(dataset: TensorDictDataset, batch_size: int, sampler: EpochShuffleSampler | None = None) -> DataLoader:
