@@ -57,7 +57,12 @@ lint: $(STAMP)
 
 # Speed benchmarks, reported as figures (not tests).
 perf: $(STAMP)
+	@mkdir -p bench
 	$(BIN)/python -m tasks.relations_game.bench_generator
+	$(BIN)/python -m tasks.boxworld.bench_env | tee bench/boxworld_env.log
+	@tail -n 1 bench/boxworld_env.log > bench/boxworld_env.json
+	$(BIN)/python -m models.agents.bench_agents | tee bench/agents.log
+	@tail -n 1 bench/agents.log > bench/agents.json
 
 # Upload offline W&B runs (needs network and `wandb login`).
 sync: $(STAMP)

@@ -2,7 +2,7 @@
 
 Order, later wins::
 
-    harness/defaults.yaml
+    harness/defaults.yaml (+ harness/defaults_rl.yaml for tasks of kind rl)
       <- task.yaml `config`  <- model yaml `config`  <- tasks/<task>/pairs/<model>.yaml `config`
       <- harness/profiles/<profile>.yaml <- task / model / pair `profiles.<profile>`
       <- command-line overrides (an OmegaConf dotlist such as ``optim.lr=3e-4 task.babi_id=2``)
@@ -28,6 +28,7 @@ from harness.registry import REGISTRY, ModelSpec, Registry, TaskSpec
 
 PROFILES = ("smoke", "cpu", "paper")
 DEFAULTS_FILE = PROJECT_ROOT / "harness" / "defaults.yaml"
+RL_DEFAULTS_FILE = PROJECT_ROOT / "harness" / "defaults_rl.yaml"  # merged for tasks of kind rl
 PROFILES_DIR = PROJECT_ROOT / "harness" / "profiles"
 
 
@@ -135,6 +136,8 @@ def compose(
 
     cfg = OmegaConf.load(DEFAULTS_FILE)
     assert isinstance(cfg, DictConfig)
+    if task.kind == "rl":
+        cfg = OmegaConf.merge(cfg, OmegaConf.load(RL_DEFAULTS_FILE))  # type: ignore[assignment]
     cfg = OmegaConf.merge(cfg, task.config, model.config, pair_config)  # type: ignore[assignment]
     cfg.task.name = task.name  # the registry's names are authoritative
     cfg.model.name = model.name

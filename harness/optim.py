@@ -11,6 +11,17 @@ learning-rate policy (warm-up, one-off decay on a validation-loss threshold).
 
 It is not ``torch.optim.NAdam``, which follows Dozat's momentum schedule
 ``mu_t = b1 (1 - 0.5 * 0.96^(0.004 t))`` and does not reduce to the above for any setting.
+
+``tf1_rmsprop`` is ``tf.train.RMSPropOptimizer`` (uncentered), which the 2-simplicial Transformer's
+IMPALA agents trained with (REFERENCE.md §2.4: decay 0.99, momentum 0, epsilon 0.1)::
+
+    ms    = 1 at the start                      (TF1 initialises the mean square to ones)
+    ms    = decay ms + (1 - decay) g^2
+    mom   = momentum mom + lr g / sqrt(ms + eps)   (epsilon inside the root)
+    theta <- theta - mom
+
+``torch.optim.RMSprop`` starts ``ms`` at zero and adds epsilon outside the root; with epsilon = 0.1
+the two differ by orders of magnitude in step size early on and for small gradients.
 """
 
 from __future__ import annotations
@@ -61,7 +72,38 @@ class TF1Nadam(Optimizer):
         return loss
 
 
-OPTIMIZERS = ("adam", "adamw", "tf1_nadam", "sgd")
+class TF1RMSProp(Optimizer):
+    """``tf.train.RMSPropOptimizer`` (uncentered): mean square initialised to 1, epsilon inside the sqrt."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, decay: float = 0.9, momentum: float = 0.0,
+                 eps: float = 1e-10) -> None:
+        if lr < 0 or eps < 0 or not 0 <= decay < 1 or momentum < 0:
+            raise ValueError(f"invalid TF1RMSProp hyperparameters lr={lr} decay={decay} momentum={momentum} eps={eps}")
+        super().__init__(params, {"lr": lr, "decay": decay, "momentum": momentum, "eps": eps})
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                grad = param.grad
+                state = self.state[param]
+                if not state:
+                    state["ms"] = torch.ones_like(param)
+                    state["mom"] = torch.zeros_like(param)
+                ms, mom = state["ms"], state["mom"]
+                ms.mul_(group["decay"]).addcmul_(grad, grad, value=1 - group["decay"])
+                mom.mul_(group["momentum"]).addcdiv_(grad, ms.add(group["eps"]).sqrt_(), value=group["lr"])
+                param.sub_(mom)
+        return loss
+
+
+OPTIMIZERS = ("adam", "adamw", "tf1_nadam", "tf1_rmsprop", "sgd")
 
 
 def build_optimizer(params: Iterable[Any], cfg: Any) -> Optimizer:
@@ -69,6 +111,8 @@ def build_optimizer(params: Iterable[Any], cfg: Any) -> Optimizer:
     betas = tuple(cfg.betas)
     if cfg.name == "tf1_nadam":
         return TF1Nadam(params, lr=cfg.lr, betas=betas, eps=cfg.eps)  # type: ignore[arg-type]
+    if cfg.name == "tf1_rmsprop":
+        return TF1RMSProp(params, lr=cfg.lr, decay=cfg.decay, momentum=cfg.momentum, eps=cfg.eps)
     if cfg.name == "adam":
         return torch.optim.Adam(params, lr=cfg.lr, betas=betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
     if cfg.name == "adamw":

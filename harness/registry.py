@@ -28,7 +28,10 @@ import yaml
 from harness import PROJECT_ROOT
 from harness.errors import UserError, did_you_mean
 
-INTERFACES = ("image", "story", "sequence", "stream", "env")
+# What a task hands a model: images, bAbI stories, token sequences, streams of world states, and two
+# kinds of environment: "env" observes a grid as an image [H, W, 3] (BoxWorld), "state_env" a flat
+# state vector (CartPole, the control of the RL ladder).
+INTERFACES = ("image", "story", "sequence", "stream", "env", "state_env")
 KINDS = ("supervised", "rl")
 
 

@@ -1,12 +1,15 @@
-"""``make report``: one self-contained static HTML site built only from the run store.
+"""``make report``: one self-contained static HTML site built from the run store.
 
     python -m reports.build --runs-dir runs --out reports/out
 
 Pages: ``index.html`` (task x model matrix, papers, every run, provenance), one page per paper YAML in
-``reports/papers/`` (published table beside ours, curves) and ``runs/<run_id>.html`` per run. CSS and
-SVG figures are inline; nothing is fetched. The site is written into a temporary folder beside the output
-folder and then swapped in, so a build never leaves a half-written site and pages from an earlier build
-that no longer apply disappear. The same store gives byte-identical files.
+``reports/papers/`` (published table beside ours, published figures beside ours, curves) and
+``runs/<run_id>.html`` per run. Besides the store, a paper's facts may read a benchmark's JSON output under
+the files root (the repository root: ``bench/agents.json``, ``bench/boxworld_env.json``); an absent file
+reads "not measured". CSS and SVG figures are inline; nothing is fetched. The site is written into a
+temporary folder beside the output folder and then swapped in, so a build never leaves a half-written site
+and pages from an earlier build that no longer apply disappear. The same store (and benchmark files) gives
+byte-identical files.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from reports.papers import PaperSpec, load_papers
 from reports.store import RunRecord, load_store, variant_label
 
 PAPERS_DIR = Path(__file__).resolve().parent / "papers"
+FILES_ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 DEFAULT_OUT = Path("reports") / "out"
 MARKER = ".report-site"
@@ -49,6 +53,7 @@ def _number(value: Any, unit: str = "", decimals: int = 1) -> str:
 
 
 def _run_info(run: RunRecord) -> dict[str, Any]:
+    """The run page's summary table (steps, best checkpoint, timing, provenance)."""
     results = run.results
     git = results.get("git") if isinstance(results.get("git"), dict) else {}
     dirty = git.get("dirty")
@@ -68,7 +73,8 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
     }
 
 
-def _render_all(runs: list[RunRecord], papers: list[PaperSpec], runs_dir: Path, runs_found: bool) -> dict[str, str]:
+def _render_all(runs: list[RunRecord], papers: list[PaperSpec], runs_dir: Path, runs_found: bool,
+                files_root: Path = FILES_ROOT) -> dict[str, str]:
     """Every page of the site: relative path -> HTML text."""
     env = environment()
     nav = [{"name": paper.name, "page": paper.page} for paper in papers]
@@ -86,6 +92,7 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], runs_dir: Path, 
         pages[paper.page] = env.get_template("paper.html").render(
             title=paper.title, root="", nav_papers=nav, paper=paper,
             tables=[tables.compare_table(runs, table) for table in paper.tables],
+            facts=tables.fact_rows(paper.facts, runs, files_root),
             figures=_markup_figures(figures.paper_figures(runs, paper)),
         )
     for run in runs:
@@ -93,7 +100,7 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], runs_dir: Path, 
         analysis = run.results.get("analysis")
         pages[run.page] = env.get_template("run.html").render(
             title=f"{run.run_id} ({run.status})", root="../", nav_papers=nav, run=run,
-            variant=variant_label(run) if run.results else "–", info=_run_info(run),
+            variant=variant_label(run) if run.results else "–", info=_run_info(run), rl=tables.rl_summary(run),
             metrics=tables.metric_rows(run.metrics), stages=tables.stage_rows(run),
             figures=_markup_figures(figures.run_figures(run)),
             analysis=json.dumps(analysis, indent=1, sort_keys=True) if analysis else None,
@@ -115,15 +122,17 @@ def _replace_site(staging: Path, out_dir: Path) -> None:
         os.replace(staging, out_dir)
 
 
-def build_report(runs_dir: Path, out_dir: Path, papers_dir: Path = PAPERS_DIR) -> list[Path]:
+def build_report(runs_dir: Path, out_dir: Path, papers_dir: Path = PAPERS_DIR,
+                 files_root: Path = FILES_ROOT) -> list[Path]:
     """Build the site from ``runs_dir`` into ``out_dir``; returns the pages written (index first).
 
     A missing ``runs_dir`` gives a site whose index says there are no runs. ``out_dir`` is replaced as a
-    whole; it must be absent, empty or a folder an earlier build wrote."""
+    whole; it must be absent, empty or a folder an earlier build wrote. ``files_root`` is the folder the
+    papers' facts name their benchmark files under."""
     runs_dir, out_dir = Path(runs_dir), Path(out_dir)
     runs = load_store(runs_dir)
     papers = load_papers(Path(papers_dir))
-    pages = _render_all(runs, papers, runs_dir, runs_found=bool(runs))
+    pages = _render_all(runs, papers, runs_dir, runs_found=bool(runs), files_root=Path(files_root))
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
     try:
@@ -148,12 +157,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the run store (default: $HARNESS_RUNS_DIR or runs)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
     parser.add_argument("--papers-dir", type=Path, default=PAPERS_DIR, help="the published tables (YAML)")
+    parser.add_argument("--files-root", type=Path, default=FILES_ROOT,
+                        help="the folder the papers' facts read benchmark files from, e.g. bench/agents.json "
+                             "(default: the repository root)")
     args = parser.parse_args(argv)
     if not args.runs_dir.is_dir():
         print(f"report: the run store {args.runs_dir} does not exist; writing an index that says there are no runs",
               file=sys.stderr)
     try:
-        written = build_report(args.runs_dir, args.out, args.papers_dir)
+        written = build_report(args.runs_dir, args.out, args.papers_dir, args.files_root)
     except (FileExistsError, ValueError) as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2

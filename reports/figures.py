@@ -16,13 +16,14 @@ from contextlib import contextmanager
 from typing import Any
 
 import matplotlib as mpl
+import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from reports.papers import PaperSpec
-from reports.store import CURRICULUM, SINGLE, RunRecord, cfg_get, main_group, per_seed
+from reports.store import CURRICULUM, SINGLE, RunRecord, cfg_get, main_group, per_seed, puzzle_types
 
 _SVG_METADATA = {"Date": None, "Format": None, "Type": None, "Creator": None}
 _PALETTE = sns.color_palette("tab10") + sns.color_palette("Dark2")
@@ -106,20 +107,21 @@ def _matches(run: RunRecord, key: str, value: Any) -> bool:
 
 
 def validation_data(runs: list[RunRecord], paper: PaperSpec) -> dict[str, pd.DataFrame]:
-    """For each task of the paper: val/acc (%) against step of every (row value, model, seed) with runs."""
+    """For each task of the paper: val/acc (%) against step of every (row value, model, seed) with supervised
+    runs (a table without ``config_key``: one panel per task)."""
     out: dict[str, pd.DataFrame] = {}
     for task in paper.tasks:
-        tables = [t for t in paper.tables if t.task == task]
         frames = []
-        for table in tables:
-            values = list(dict.fromkeys(row.get(table.row_key) for row in table.rows))
+        for table in paper.tables:
+            rows = [row for row in table.rows if table.task_for(row) == task]
+            values = list(dict.fromkeys(row.get(table.row_key) for row in rows)) if table.row_key else rows[:1]
             for value in values:
                 picked = [r for r in runs if r.task == task and r.protocol == SINGLE and r.status in CURVE_STATUSES
-                          and _matches(r, table.config_key, value)]
+                          and not r.is_rl and (table.config_key is None or _matches(r, table.config_key, value))]
                 for model in sorted({r.model for r in picked}):
                     for run in per_seed(main_group([r for r in picked if r.model == model])[0]):
                         curve = _curve(run.curves, "val/acc", 100.0)
-                        curve["panel"] = f"{table.row_key} = {value}"
+                        curve["panel"] = f"{table.row_key} = {value}" if table.row_key else task
                         curve["model"], curve["seed"] = model, str(run.seed)
                         frames.append(curve)
         if frames:
@@ -171,6 +173,44 @@ def curriculum_data(runs: list[RunRecord], task: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def rl_curve(frame: pd.DataFrame | None, column: str, scale: float = 1.0) -> pd.DataFrame:
+    """``column`` against environment steps, one point per step (the last, should a resumed run have written a
+    step twice), in step order."""
+    curve = _curve(frame, column, scale).drop_duplicates(subset="step", keep="last")
+    return curve.sort_values("step", kind="stable").reset_index(drop=True)
+
+
+def _on_grid(curve: pd.DataFrame, grid: np.ndarray) -> pd.DataFrame:
+    """The curve linearly interpolated at the grid points within its own step range (raw if too short)."""
+    if len(curve) < 2:
+        return curve
+    inside = grid[(grid >= curve["step"].iloc[0]) & (grid <= curve["step"].iloc[-1])]
+    values = np.interp(inside, curve["step"].to_numpy(dtype=float), curve["value"].to_numpy(dtype=float))
+    return pd.DataFrame({"step": inside, "value": values})
+
+
+def rl_training_data(runs: list[RunRecord], task: str, points: int = 200) -> tuple[pd.DataFrame, str]:
+    """The training win rate (%) of the task's RL runs against environment steps (the episode return where no
+    run reports wins), one line per (model, seed) on a common grid of steps so that seeds average; and the
+    column used."""
+    picked = [r for r in runs if r.task == task and r.is_rl and r.protocol == SINGLE and r.status in CURVE_STATUSES]
+    wins = any(not rl_curve(r.curves, "train/win_rate").empty for r in picked)
+    column, scale = ("train/win_rate", 100.0) if wins else ("train/episode_return", 1.0)
+    picked = [r for r in picked if len(rl_curve(r.curves, column)) >= 2]  # a line, not a lone point
+    chosen = [(model, run) for model in sorted({r.model for r in picked})
+              for run in per_seed(main_group([r for r in picked if r.model == model])[0])]
+    curves = [(model, run, rl_curve(run.curves, column, scale)) for model, run in chosen]
+    if not curves:
+        return pd.DataFrame(columns=["panel", "model", "seed", "step", "value"]), column
+    grid = np.linspace(0.0, max(float(curve["step"].iloc[-1]) for _, _, curve in curves), points + 1)[1:]
+    frames = []
+    for model, run, curve in curves:
+        frame = _on_grid(curve, grid)
+        frame["panel"], frame["model"], frame["seed"] = task, model, str(run.seed)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True), column
+
+
 # ----- figures -------------------------------------------------------------------------------------------
 
 def paper_figures(runs: list[RunRecord], paper: PaperSpec) -> list[dict[str, str]]:
@@ -199,11 +239,27 @@ def paper_figures(runs: list[RunRecord], paper: PaperSpec) -> list[dict[str, str
                             "caption": "Validation accuracy of each stage of the four-stage protocol against the "
                                        "stage's own steps, one panel per model; band = sd over seeds.",
                             "svg": svg})
+    for task in paper.tasks:
+        data, column = rl_training_data(runs, task)
+        wins = column == "train/win_rate"
+        svg = facet_lines(f"{paper.name}:{task}:rl", data, x="step", y="value", panel="panel", hue="model",
+                          xlabel="environment steps", ylabel="win rate (%)" if wins else "episode return",
+                          hue_title="model")
+        if svg:
+            what = "win rate" if wins else "episode return"
+            window = ", a running mean over the last 100 episodes" if wins else ""
+            figures.append({"title": f"{task}: training {what} against environment steps",
+                            "caption": f"{column} (each iteration's value{window}), interpolated onto common steps; "
+                                       "mean over seeds (completed and running runs), band = sd over seeds.",
+                            "svg": svg})
     return figures
 
 
 def run_figures(run: RunRecord) -> list[dict[str, str]]:
-    """A run's training loss and validation accuracy, and its curriculum stages if any."""
+    """A run's training loss and validation accuracy, and its curriculum stages if any (an RL run: its
+    learning curves, :func:`rl_run_figures`)."""
+    if run.is_rl:
+        return rl_run_figures(run)
     figures = []
     frames = []
     loss_column = "train/loss" if run.curves is not None and "train/loss" in run.curves else "train/epoch_loss"
@@ -245,3 +301,118 @@ def run_figures(run: RunRecord) -> list[dict[str, str]]:
             figures.append({"title": "Curriculum stages", "caption": "val/acc of each stage against its own steps.",
                             "svg": svg})
     return figures
+
+
+# ----- reinforcement-learning runs -----------------------------------------------------------------------
+
+EVAL_MARKER = {"marker": "*", "markersize": 9, "linestyle": "none", "color": "black", "zorder": 5}
+LEARNER_PANELS = (("learner/total_loss", "total loss"), ("learner/pi_loss", "policy loss"),
+                  ("learner/vf_loss", "value loss"), ("learner/entropy", "entropy"),
+                  ("learner/grad_norm", "gradient norm"), ("perf/env_steps_per_s", "env steps/s"))
+
+
+def _line(ax: Any, curve: pd.DataFrame, **style: Any) -> None:
+    """A curve as a line; with markers when it has few points."""
+    few = len(curve) < 30
+    ax.plot(curve["step"], curve["value"], marker="o" if few else None, markersize=3, **style)
+
+
+def _eval_point(ax: Any, run: RunRecord, column: str, scale: float, **style: Any) -> bool:
+    """The final evaluation's value as a marker at the run's last step; whether there was one."""
+    point = rl_curve(run.curves, column, scale)
+    if point.empty:
+        return False
+    ax.plot(point["step"].iloc[-1:], point["value"].iloc[-1:], **{**EVAL_MARKER, **style})
+    return True
+
+
+def _win_panel(ax: Any, run: RunRecord, types: list[str]) -> list[Line2D]:
+    """Training win rate, overall (black) and per puzzle type (colours), with the final evaluation's values;
+    returns the legend handles."""
+    colours = _colours(types)
+    handles = []
+    overall = rl_curve(run.curves, "train/win_rate", 100.0)
+    if not overall.empty:  # drawn last, on top of the puzzle types
+        handles.append(Line2D([], [], color="black", linewidth=1.4, label="all puzzles"))
+    for kind in types:
+        curve = rl_curve(run.curves, f"train/win_rate/{kind}", 100.0)
+        if not curve.empty:
+            _line(ax, curve, color=colours[kind], linewidth=0.8, alpha=0.85)
+        _eval_point(ax, run, f"eval/win_rate/{kind}", 100.0, marker="o", markersize=4, color=colours[kind])
+        handles.append(Line2D([], [], color=colours[kind], linewidth=0.8, label=kind))
+    if not overall.empty:
+        _line(ax, overall, color="black", linewidth=1.4)
+    if _eval_point(ax, run, "eval/win_rate", 100.0):
+        handles.append(Line2D([], [], **EVAL_MARKER, label="final evaluation"))
+    ax.set_title("win rate (%)", fontsize=9)
+    ax.set_ylim(-3, 103)
+    return handles
+
+
+def _return_panel(ax: Any, run: RunRecord) -> bool:
+    """Training episode return (each iteration's mean) with the final evaluation's; whether it has data."""
+    curve = rl_curve(run.curves, "train/episode_return")
+    if not curve.empty:
+        _line(ax, curve, color=_PALETTE[0], linewidth=1.0)
+    evaluated = _eval_point(ax, run, "eval/episode_return", 1.0)
+    ax.set_title("episode return", fontsize=9)
+    return evaluated or not curve.empty
+
+
+def _rl_learning_figure(run: RunRecord) -> dict[str, str] | None:
+    """Win rate (when the env reports wins) and episode return against environment steps."""
+    frame = run.curves
+    wins = frame is not None and any(str(c).startswith(("train/win_rate", "eval/win_rate")) for c in frame.columns)
+    types = puzzle_types(run)
+    with _style(f"run:{run.page}:rl"):
+        fig = Figure(figsize=(9.0 if wins else 5.0, 3.0), layout="constrained")
+        axes = fig.subplots(1, 2 if wins else 1, squeeze=False)[0]
+        handles = _win_panel(axes[0], run, types) if wins else []
+        has_return = _return_panel(axes[-1], run)
+        if not handles and not has_return:
+            return None
+        if not wins:
+            handles = [Line2D([], [], color=_PALETTE[0], label="training (per iteration)"),
+                       Line2D([], [], **EVAL_MARKER, label="final evaluation")]
+        for ax in axes:
+            ax.set_xlabel("environment steps")
+        fig.legend(handles=handles, title="puzzle type" if types else None, loc="outside right upper", fontsize=7,
+                   title_fontsize=8, frameon=False)
+        svg = to_svg(fig)
+    caption = ("Training curves against environment steps sampled: the win rate is a running mean over the last "
+               "100 episodes (overall and per puzzle type), the return each iteration's mean; markers at the end: "
+               "the final evaluation (a star overall, dots per puzzle type)." if wins else
+               "Training episode return (each iteration's mean) against environment steps sampled; the star is the "
+               "final evaluation's mean return.")
+    return {"title": "Learning curves", "caption": caption, "svg": svg}
+
+
+def _rl_learner_figure(run: RunRecord) -> dict[str, str] | None:
+    """The learner's diagnostics and the throughput, one small panel each."""
+    panels = [(title, rl_curve(run.curves, column)) for column, title in LEARNER_PANELS]
+    panels = [(title, curve) for title, curve in panels if not curve.empty]
+    if not panels:
+        return None
+    cols = min(3, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    with _style(f"run:{run.page}:learner"):
+        fig = Figure(figsize=(9.0, 2.3 * rows + 0.2), layout="constrained")
+        axes = fig.subplots(rows, cols, squeeze=False)
+        for index, (title, curve) in enumerate(panels):
+            ax = axes[index // cols][index % cols]
+            _line(ax, curve, color=_PALETTE[1], linewidth=0.9)
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel("environment steps" if index // cols == rows - 1 else "")
+        for index in range(len(panels), rows * cols):
+            axes[index // cols][index % cols].set_visible(False)
+        svg = to_svg(fig)
+    return {"title": "Learner", "caption": "The learner's losses, policy entropy and gradient norm (each "
+                                           "iteration's values) and the sampling throughput, against environment "
+                                           "steps.", "svg": svg}
+
+
+def rl_run_figures(run: RunRecord) -> list[dict[str, str]]:
+    """An RL run's learning curves (win rate per puzzle type, return) and its learner's diagnostics."""
+    if run.curves is None:
+        return []
+    return [figure for figure in (_rl_learning_figure(run), _rl_learner_figure(run)) if figure]

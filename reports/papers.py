@@ -1,13 +1,27 @@
 """The published tables, read from ``reports/papers/*.yaml``.
 
 A paper file holds ``paper`` (the page name), ``title``, ``citation``, optional ``notes`` (lines shown on
-the page) and ``tables``. Each table has ``id``, ``title``, ``task``, ``protocol`` (a description),
-``metric`` (a template filled from the row, e.g. ``test_{object_set}/acc``), ``config_key`` (the run
-config entry a row is matched on, e.g. ``task.tasks``) and ``rows``. In a row, a list value is a model's
+the page), ``tables`` and optional ``facts``. Each table has ``id``, ``title``, ``task``, ``protocol`` (a
+description), ``metric`` (a template filled from the row, e.g. ``test_{object_set}/acc``), ``config_key`` (the
+run config entry a row is matched on, e.g. ``task.tasks``) and ``rows``. In a row, a list value is a model's
 published cell ``[mean, sd]`` (``sd`` may be null) and a scalar value identifies the row. Optional
 fields: ``row_key`` (the row field compared with ``config_key``; inferred when absent), ``tolerance``
 (points, default 2), ``scale`` (our metric's factor to the published unit, default 100: fractions to %),
-``decimals`` (default 1), ``source`` and ``column_notes`` (model -> text).
+``decimals`` (default 1), ``source`` and ``column_notes`` (model -> text). A table without ``config_key``
+matches rows on the task alone; a row's own ``task`` field overrides the table's ``task`` (which may then be
+left out), so one table can hold rows of several tasks.
+
+A fact is one published scalar beside ours: ``id``, ``label``, ``published`` (a number or null),
+optional ``published_text`` (shown instead of the number, e.g. "> 93"), ``unit``, ``decimals`` (default 1),
+``source`` and ``note``, and ``ours``, one of
+
+* ``{runs: {task: T, model: M}, value: <dotted results.json key>, reduce: median | mean | min | max}``: over
+  the completed runs of (T, M) that report the value;
+* ``{file: <path under the files root, e.g. bench/agents.json>, value: <dotted JSON key>}``: a benchmark's
+  output (the whole file or its last JSON line); "not measured" when the file or the key is absent;
+* ``{divide: [<fact id>, <fact id>]}``: the ratio of two other facts' values of ours.
+
+Runs and file sources take an optional ``scale`` (our value's factor to the published unit, default 1).
 """
 
 from __future__ import annotations
@@ -20,6 +34,7 @@ from typing import Any
 import yaml
 
 DEFAULT_TOLERANCE = 2.0
+REDUCTIONS = ("median", "mean", "min", "max")
 
 
 @dataclass
@@ -28,8 +43,8 @@ class TableSpec:
     title: str
     task: str
     metric: str
-    config_key: str
-    row_key: str
+    config_key: str | None
+    row_key: str | None
     rows: list[dict[str, Any]]
     models: list[str]
     protocol: str = ""
@@ -46,6 +61,30 @@ class TableSpec:
     def metric_for(self, row: dict[str, Any]) -> str:
         return self.metric.format(**self.labels(row))
 
+    def task_for(self, row: dict[str, Any]) -> str:
+        """The row's task: its own ``task`` field, else the table's."""
+        return str(row.get("task") or self.task)
+
+    @property
+    def tasks(self) -> list[str]:
+        """The tasks of the rows, in first-seen order."""
+        return list(dict.fromkeys(self.task_for(row) for row in self.rows)) or [self.task]
+
+
+@dataclass
+class FactSpec:
+    """One published scalar and where ours comes from (see the module docstring)."""
+
+    id: str
+    label: str
+    published: float | None
+    ours: dict[str, Any]
+    published_text: str = ""
+    unit: str = ""
+    decimals: int = 1
+    source: str = ""
+    note: str = ""
+
 
 @dataclass
 class PaperSpec:
@@ -55,6 +94,7 @@ class PaperSpec:
     tables: list[TableSpec]
     notes: list[str] = field(default_factory=list)
     source_file: str = ""
+    facts: list[FactSpec] = field(default_factory=list)
 
     @property
     def page(self) -> str:
@@ -62,7 +102,7 @@ class PaperSpec:
 
     @property
     def tasks(self) -> list[str]:
-        return list(dict.fromkeys(table.task for table in self.tables))
+        return list(dict.fromkeys(task for table in self.tables for task in table.tasks))
 
 
 def _infer_row_key(config_key: str, metric: str, rows: list[dict[str, Any]]) -> str:
@@ -78,17 +118,21 @@ def _infer_row_key(config_key: str, metric: str, rows: list[dict[str, Any]]) -> 
 
 
 def _table(data: dict[str, Any], where: str) -> TableSpec:
-    for key in ("id", "task", "metric", "config_key", "rows"):
+    for key in ("id", "metric", "rows"):
         if key not in data:
             raise ValueError(f"{where}: a table lacks {key!r}")
     rows = [dict(row) for row in data["rows"]]
+    if "task" not in data and not all(row.get("task") for row in rows):
+        raise ValueError(f"{where}: table {data['id']} lacks 'task' (on the table or on every row)")
     models: list[str] = []
     for row in rows:
         models.extend(key for key, value in row.items() if isinstance(value, list) and key not in models)
-    row_key = str(data.get("row_key") or _infer_row_key(str(data["config_key"]), str(data["metric"]), rows))
+    config_key = str(data["config_key"]) if data.get("config_key") else None
+    row_key = str(data.get("row_key") or _infer_row_key(config_key, str(data["metric"]), rows)) if config_key \
+        else None
     table = TableSpec(
-        id=str(data["id"]), title=str(data.get("title") or data["id"]), task=str(data["task"]),
-        metric=str(data["metric"]), config_key=str(data["config_key"]), row_key=row_key, rows=rows, models=models,
+        id=str(data["id"]), title=str(data.get("title") or data["id"]), task=str(data.get("task") or ""),
+        metric=str(data["metric"]), config_key=config_key, row_key=row_key, rows=rows, models=models,
         protocol=str(data.get("protocol") or ""), source=str(data.get("source") or ""),
         tolerance=float(data.get("tolerance", DEFAULT_TOLERANCE)), scale=float(data.get("scale", 100.0)),
         decimals=int(data.get("decimals", 1)),
@@ -102,6 +146,54 @@ def _table(data: dict[str, Any], where: str) -> TableSpec:
     return table
 
 
+def _check_ours(ours: Any, where: str) -> dict[str, Any]:
+    """A fact's ``ours`` mapping, checked to name one source (runs, file or divide) with what it needs."""
+    if not isinstance(ours, dict):
+        raise ValueError(f"{where}: 'ours' must be a mapping")
+    if "runs" in ours:
+        runs = ours["runs"]
+        if not isinstance(runs, dict) or not {"task", "model"} <= set(runs) or "value" not in ours:
+            raise ValueError(f"{where}: 'ours.runs' needs task and model, and 'ours.value' a results key")
+        if str(ours.get("reduce", "median")) not in REDUCTIONS:
+            raise ValueError(f"{where}: 'ours.reduce' must be one of {', '.join(REDUCTIONS)}")
+    elif "file" in ours:
+        if "value" not in ours:
+            raise ValueError(f"{where}: 'ours.file' needs 'ours.value' (a dotted JSON key)")
+    elif "divide" in ours:
+        if not isinstance(ours["divide"], list) or len(ours["divide"]) != 2:
+            raise ValueError(f"{where}: 'ours.divide' must list two fact ids")
+    else:
+        raise ValueError(f"{where}: 'ours' needs one of runs, file, divide")
+    return dict(ours)
+
+
+def _fact(data: dict[str, Any], where: str) -> FactSpec:
+    """One entry of a paper's ``facts``."""
+    for key in ("id", "label", "ours"):
+        if key not in data:
+            raise ValueError(f"{where}: a fact lacks {key!r}")
+    published = data.get("published")
+    if published is not None and (isinstance(published, bool) or not isinstance(published, int | float)):
+        raise ValueError(f"{where}: fact {data['id']}: 'published' must be a number or null")
+    return FactSpec(
+        id=str(data["id"]), label=str(data["label"]), published=None if published is None else float(published),
+        ours=_check_ours(data["ours"], f"{where}: fact {data['id']}"),
+        published_text=str(data.get("published_text") or ""), unit=str(data.get("unit") or ""),
+        decimals=int(data.get("decimals", 1)), source=str(data.get("source") or ""), note=str(data.get("note") or ""),
+    )
+
+
+def _facts(items: list[Any], where: str) -> list[FactSpec]:
+    """A paper's facts; a ratio may only divide facts that read runs or files."""
+    facts = [_fact(item, where) for item in items]
+    plain = {fact.id for fact in facts if "divide" not in fact.ours}
+    for fact in facts:
+        for other in fact.ours.get("divide") or []:
+            if str(other) not in plain:
+                raise ValueError(f"{where}: fact {fact.id} divides by {other!r}, which is not a runs or file fact")
+    return facts
+
+
 def load_paper(path: Path) -> PaperSpec:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
@@ -110,6 +202,7 @@ def load_paper(path: Path) -> PaperSpec:
         name=str(data.get("paper") or path.stem), title=str(data.get("title") or path.stem),
         citation=str(data.get("citation") or ""), notes=[str(n) for n in data.get("notes") or []],
         tables=[_table(t, str(path)) for t in data.get("tables") or []], source_file=path.name,
+        facts=_facts(list(data.get("facts") or []), str(path)),
     )
 
 

@@ -57,6 +57,11 @@ class RunRecord:
         return metrics if isinstance(metrics, dict) else {}
 
     @property
+    def is_rl(self) -> bool:
+        """A reinforcement-learning run: an ``rl`` config section, or environment steps in its results."""
+        return isinstance(self.config.get("rl"), dict) or "env_steps" in self.results
+
+    @property
     def protocol(self) -> str:
         return str(cfg_get(self.config, "protocol.name", SINGLE) or SINGLE)
 
@@ -102,7 +107,7 @@ def config_fingerprint(run: RunRecord) -> str:
 
 
 def base_label(run: RunRecord) -> str:
-    """The short name of a run's configuration: task variant, protocol and profile."""
+    """The short name of a run's configuration: task variant, protocol, RL algorithm and profile."""
     parts = []
     babi_id = cfg_get(run.config, "task.babi_id")
     if babi_id is not None:
@@ -115,6 +120,9 @@ def base_label(run: RunRecord) -> str:
         tasks = cfg_get(run.config, "task.tasks")
         if isinstance(tasks, list) and tasks:
             parts.append("+".join(str(t) for t in tasks))
+    algorithm = cfg_get(run.config, "rl.algorithm") if run.is_rl else None
+    if algorithm:
+        parts.append(str(algorithm))
     if run.profile:
         parts.append(f"[{run.profile}]")
     return " ".join(parts) or "default"
@@ -174,11 +182,21 @@ def per_seed(runs: list[RunRecord]) -> list[RunRecord]:
     chosen: dict[str, RunRecord] = {}
     for run in sorted(runs, key=lambda r: (r.status == "completed", *r.sort_key())):
         chosen[str(run.seed)] = run
-    return [chosen[key] for key in sorted(chosen, key=_natural)]
+    return [chosen[key] for key in sorted(chosen, key=natural_key)]
 
 
-def _natural(text: str) -> tuple[Any, ...]:
+def natural_key(text: str) -> tuple[Any, ...]:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+def puzzle_types(run: RunRecord) -> list[str]:
+    """The puzzle types the run reports win rates for (``*/win_rate/<type>``), in natural order."""
+    names = list(run.metrics)
+    if run.curves is not None:
+        names.extend(str(column) for column in run.curves.columns)
+    found = {name.split("/", 2)[2] for name in names
+             if name.startswith(("train/win_rate/", "eval/win_rate/")) and name.count("/") >= 2}
+    return sorted(found, key=natural_key)
 
 
 def _read_json_dict(path: Path) -> dict[str, Any]:

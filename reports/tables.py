@@ -1,20 +1,49 @@
-"""The numbers on the pages: the task x model matrix, the published-vs-ours tables and a run's metrics.
+"""The numbers on the pages: the task x model matrix, the published-vs-ours tables and facts, and a run's
+metrics (with the final evaluation of reinforcement-learning runs).
 
 Plain data (dicts and strings) for the templates; no HTML here.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from reports.papers import PaperSpec, TableSpec
-from reports.store import SINGLE, RunRecord, cfg_get, main_group, per_seed, variant_label
+from reports.papers import FactSpec, PaperSpec, TableSpec
+from reports.store import SINGLE, RunRecord, cfg_get, main_group, per_seed, puzzle_types, variant_label
 
 MAIN_METRIC = "test/acc"
 NO_RUN = "no run yet"
+NOT_MEASURED = "not measured"
+WIN_RATE = "eval/win_rate"
+RETURN = "eval/episode_return"
+PUZZLE_TYPES = {
+    "boxworld": "L-d: solution length, distractor branches",
+    "bridge_boxworld": "L-b-c: solution length, bridge lock (source) and bridge key (target) colours, numbered "
+                       "from the gem; L-0-0 without a bridge",
+}
+"""How the BoxWorld envs name their puzzle types (``info["puzzle_type"]``), for the captions."""
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The number a task x model cell and a runs table show: a results metric, scaled, with its unit."""
+
+    metric: str
+    scale: float
+    unit: str
+    label: str
+    header: str
+
+
+TEST_ACC = Headline(MAIN_METRIC, 100.0, "%", "", "test/acc (%)")
+EVAL_WIN = Headline(WIN_RATE, 100.0, "%", "eval win rate", "eval win rate (%)")
+EVAL_RETURN = Headline(RETURN, 1.0, "", "eval return", "eval return")
 
 
 def fmt(value: Any, decimals: int = 1) -> str:
@@ -41,19 +70,35 @@ def status_summary(runs: list[RunRecord]) -> str:
 
 # ----- index ---------------------------------------------------------------------------------------------
 
-def _best_variant(runs: list[RunRecord]) -> dict[str, Any] | None:
-    """Among the completed runs' configurations, the one with the best mean test/acc over seeds."""
+def headline(runs: list[RunRecord]) -> Headline:
+    """Test accuracy for supervised runs; for RL runs the eval win rate, or the eval return where the task
+    reports no wins (e.g. CartPole). The latest completed run that was evaluated decides, so that a stale run
+    of an older runner does not."""
+    if not any(run.is_rl for run in runs):
+        return TEST_ACC
+    evaluated = [run for run in runs if run.status == "completed" and run.metric(RETURN) is not None]
+    if evaluated:
+        latest = max(evaluated, key=lambda run: run.sort_key())
+        return EVAL_WIN if latest.metric(WIN_RATE) is not None else EVAL_RETURN
+    wins = any(run.metric(WIN_RATE) is not None or (run.curves is not None and "train/win_rate" in run.curves.columns)
+               for run in runs)  # none evaluated yet: whether training reports wins
+    return EVAL_WIN if wins else EVAL_RETURN
+
+
+def _best_variant(runs: list[RunRecord], head: Headline) -> dict[str, Any] | None:
+    """Among the completed runs' configurations, the one with the best mean headline metric over seeds."""
     groups: dict[str, list[RunRecord]] = {}
     for run in runs:
-        if run.status == "completed" and run.metric(MAIN_METRIC) is not None:
+        if run.status == "completed" and run.metric(head.metric) is not None:
             groups.setdefault(run.fingerprint, []).append(run)
     best = None
     for key in sorted(groups):
         chosen = per_seed(groups[key])
-        mean, sd = mean_sd([100 * run.metric(MAIN_METRIC) for run in chosen])  # type: ignore[operator]
+        mean, sd = mean_sd([head.scale * run.metric(head.metric) for run in chosen])  # type: ignore[operator]
         if best is None or mean > best["mean"]:
             best = {"mean": mean, "text": fmt(mean), "sd": fmt(sd) if sd is not None else None,
-                    "variant": variant_label(chosen[0]), "seeds": len(chosen)}
+                    "variant": variant_label(chosen[0]), "seeds": len(chosen), "unit": head.unit,
+                    "label": head.label}
     return best
 
 
@@ -63,7 +108,7 @@ def matrix(runs: list[RunRecord], papers: list[PaperSpec]) -> dict[str, Any]:
     models = {run.model for run in runs}
     for paper in papers:
         for table in paper.tables:
-            tasks.add(table.task)
+            tasks.update(table.tasks)
             models.update(table.models)
     by_pair: dict[tuple[str, str], list[RunRecord]] = {}
     for run in runs:
@@ -77,20 +122,23 @@ def matrix(runs: list[RunRecord], papers: list[PaperSpec]) -> dict[str, Any]:
                 cells.append({"model": model, "empty": True, "text": NO_RUN})
                 continue
             seeds = {str(run.seed) for run in pair_runs if run.status == "completed"}
-            cells.append({"model": model, "empty": False, "best": _best_variant(pair_runs),
+            head = headline(pair_runs)
+            cells.append({"model": model, "empty": False, "best": _best_variant(pair_runs, head), "metric": head.metric,
                           "n_runs": len(pair_runs), "n_seeds": len(seeds), "statuses": status_summary(pair_runs),
                           "anchor": anchor(task, model)})
         rows.append({"task": task, "cells": cells})
     return {"models": sorted(models), "rows": rows}
 
 
-def run_row(run: RunRecord) -> dict[str, Any]:
-    acc = run.metric(MAIN_METRIC)
+def run_row(run: RunRecord, head: Headline = TEST_ACC) -> dict[str, Any]:
+    """One line of the index's runs table; ``acc`` is the headline metric (test/acc unless RL)."""
+    acc = run.metric(head.metric)
     wall = run.results.get("wall_time_s")
     return {
         "run_id": run.run_id, "page": run.page, "status": run.status, "seed": run.seed,
         "variant": variant_label(run) if run.status != "unreadable" else "–",
-        "acc": fmt(100 * acc) if acc is not None else "–", "steps": run.results.get("steps", "–"),
+        "acc": fmt(head.scale * acc) if acc is not None else "–",
+        "steps": run.results.get("env_steps" if run.is_rl and "env_steps" in run.results else "steps", "–"),
         "wall": fmt(float(wall), 0) if isinstance(wall, int | float) else "–",
         "finished": run.results.get("finished_at") or "–",
     }
@@ -101,8 +149,13 @@ def run_groups(runs: list[RunRecord]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str], list[RunRecord]] = {}
     for run in runs:
         groups.setdefault((run.task, run.model), []).append(run)
-    return [{"task": task, "model": model, "anchor": anchor(task, model),
-             "runs": [run_row(run) for run in groups[(task, model)]]} for task, model in sorted(groups)]
+    out = []
+    for task, model in sorted(groups):
+        head = headline(groups[(task, model)])
+        out.append({"task": task, "model": model, "anchor": anchor(task, model), "header": head.header,
+                    "steps_header": "steps" if head is TEST_ACC else "env steps",
+                    "runs": [run_row(run, head) for run in groups[(task, model)]]})
+    return out
 
 
 def provenance(runs: list[RunRecord]) -> dict[str, Any]:
@@ -136,10 +189,13 @@ def _same(config_value: Any, row_value: Any) -> bool:
 
 
 def matching_runs(runs: list[RunRecord], table: TableSpec, row: dict[str, Any], model: str) -> list[RunRecord]:
-    """Runs of the table's task and ``model`` under the single protocol whose config matches the row."""
+    """Runs of the row's task and ``model`` under the single protocol whose config matches the row (any
+    config when the table has no ``config_key``)."""
+    task = table.task_for(row)
     return [run for run in runs
-            if run.task == table.task and run.model == model and run.protocol == SINGLE
-            and _same(cfg_get(run.config, table.config_key), row.get(table.row_key))]
+            if run.task == task and run.model == model and run.protocol == SINGLE
+            and (table.config_key is None
+                 or _same(cfg_get(run.config, table.config_key), row.get(table.row_key)))]
 
 
 def colour(diff: float, tolerance: float) -> str:
@@ -201,7 +257,7 @@ def compare_table(runs: list[RunRecord], table: TableSpec) -> dict[str, Any]:
              "cells": [compare_cell(runs, table, row, model) for model in table.models]} for row in table.rows]
     summary = Counter(cell["css"] for row in rows for cell in row["cells"])
     return {"id": table.id, "title": table.title, "protocol": table.protocol, "source": table.source,
-            "task": table.task, "config_key": table.config_key, "row_key": table.row_key,
+            "task": ", ".join(table.tasks), "config_key": table.config_key, "row_key": table.row_key,
             "tolerance": fmt(table.tolerance, 1), "tolerance3": fmt(3 * table.tolerance, 1),
             "label_keys": label_keys, "models": table.models, "rows": rows,
             "column_notes": [{"model": m, "note": n} for m, n in sorted(table.column_notes.items())],
@@ -216,7 +272,7 @@ def metric_rows(metrics: dict[str, Any]) -> list[dict[str, str]]:
     for name in sorted(metrics):
         value = metrics[name]
         if isinstance(value, int | float) and not isinstance(value, bool):
-            percent = f"{100 * value:.2f}%" if name.endswith(("/acc", "/error")) else ""
+            percent = f"{100 * value:.2f}%" if name.endswith(("/acc", "/error")) or "/win_rate" in name else ""
             rows.append({"name": name, "value": f"{value:.6g}", "percent": percent})
         else:
             rows.append({"name": name, "value": str(value), "percent": ""})
@@ -238,3 +294,149 @@ def stage_rows(run: RunRecord) -> list[dict[str, Any]]:
                      if best else "–",
                      "acc": fmt(100 * acc) if isinstance(acc, int | float) else "–"})
     return rows
+
+
+# ----- published facts -----------------------------------------------------------------------------------
+
+def fmt_number(value: float | None, decimals: int = 1) -> str:
+    """A number with thousands separators and ``decimals`` places; a dash for none."""
+    return "–" if value is None or math.isnan(value) else f"{value:,.{decimals}f}"
+
+
+def _as_number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """A JSON object from ``path``: the whole file, else its last line that is one (a benchmark's captured
+    output ends with its JSON line); None when absent or unreadable."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    candidates = [text, *reversed([line for line in text.splitlines() if line.strip().startswith("{")])]
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            return data
+    return None
+
+
+def _reduce(values: list[float], how: str) -> float:
+    return {"median": statistics.median, "mean": statistics.fmean, "min": min, "max": max}[how](values)
+
+
+def _ours_from_runs(fact: FactSpec, runs: list[RunRecord]) -> dict[str, Any]:
+    spec = fact.ours
+    task, model = str(spec["runs"]["task"]), str(spec["runs"]["model"])
+    key, how, scale = str(spec["value"]), str(spec.get("reduce", "median")), float(spec.get("scale", 1.0))
+    found = [(run, _as_number(cfg_get(run.results, key))) for run in runs
+             if run.task == task and run.model == model and run.status == "completed"]
+    used = [(run, value) for run, value in found if value is not None]
+    if not used:
+        return {"value": None, "text": NO_RUN, "where": f"completed runs of {task} / {model}: {key}", "runs": []}
+    value = scale * _reduce([v for _, v in used], how)
+    n = len(used)
+    return {"value": value, "text": fmt_number(value, fact.decimals),
+            "where": f"{how} over {n} completed run{'' if n == 1 else 's'} of {task} / {model}: {key}",
+            "runs": [run.run_id for run, _ in used]}
+
+
+def _ours_from_file(fact: FactSpec, files_root: Path) -> dict[str, Any]:
+    name, key = str(fact.ours["file"]), str(fact.ours["value"])
+    data = read_json_object(files_root / name)
+    value = _as_number(cfg_get(data, key)) if data is not None else None
+    context = ", ".join(f"{k} {data[k]}" for k in ("device", "threads") if data is not None and k in data)
+    where = f"{name}: {key}" + (f" ({context})" if context else "")
+    if value is None:
+        return {"value": None, "text": NOT_MEASURED, "where": where if data is not None else f"{name} (absent)",
+                "runs": []}
+    value *= float(fact.ours.get("scale", 1.0))
+    return {"value": value, "text": fmt_number(value, fact.decimals), "where": where, "runs": []}
+
+
+def fact_rows(facts: list[FactSpec], runs: list[RunRecord], files_root: Path) -> list[dict[str, Any]]:
+    """The facts of a paper, each with the published number and ours (see :mod:`reports.papers`)."""
+    ours: dict[str, dict[str, Any]] = {}
+    for fact in facts:
+        if "runs" in fact.ours:
+            ours[fact.id] = _ours_from_runs(fact, runs)
+        elif "file" in fact.ours:
+            ours[fact.id] = _ours_from_file(fact, files_root)
+    labels = {fact.id: fact.label for fact in facts}
+    for fact in facts:
+        if "divide" in fact.ours:
+            top, bottom = (ours[str(name)] for name in fact.ours["divide"])
+            where = " ÷ ".join(f"ours for “{labels[str(name)]}”" for name in fact.ours["divide"])
+            if top["value"] is None or not bottom["value"]:
+                ours[fact.id] = {"value": None, "text": NOT_MEASURED, "where": where, "runs": []}
+            else:
+                value = top["value"] / bottom["value"]
+                ours[fact.id] = {"value": value, "text": fmt_number(value, fact.decimals), "where": where,
+                                 "runs": [*top["runs"], *bottom["runs"]]}
+    rows = []
+    for fact in facts:
+        published = fact.published_text or fmt_number(fact.published, fact.decimals)
+        rows.append({"id": fact.id, "label": fact.label, "unit": fact.unit, "published": published,
+                     "has_published": fact.published is not None,
+                     "source": fact.source, "note": fact.note, **ours[fact.id]})
+    return rows
+
+
+# ----- one reinforcement-learning run ----------------------------------------------------------------------
+
+def last_value(run: RunRecord, name: str) -> float | None:
+    """The run's final ``name`` from results.json, else the last value of that column in metrics.csv (a run
+    still in progress)."""
+    value = run.metric(name)
+    if value is not None or run.curves is None or name not in run.curves.columns:
+        return value
+    points = run.curves[name].dropna()
+    return float(points.iloc[-1]) if len(points) else None
+
+
+def _percent(value: float | None) -> str:
+    return fmt(100 * value) if value is not None else "–"
+
+
+def _count(value: Any) -> str:
+    number = _as_number(value)
+    return f"{number:,.0f}" if number is not None else "–"
+
+
+def rl_summary(run: RunRecord) -> dict[str, Any] | None:
+    """An RL run's env steps, throughput and final evaluation beside its last training iteration; None for a
+    supervised run."""
+    if not run.is_rl:
+        return None
+    results = run.results
+    rate = _as_number(cfg_get(results, "throughput.env_steps_per_s"))
+    train_time = _as_number(results.get("train_time_s"))
+    wins = last_value(run, WIN_RATE) is not None or last_value(run, "train/win_rate") is not None
+    rows = [{"name": "win rate (%)", "eval": _percent(last_value(run, WIN_RATE)),
+             "train": _percent(last_value(run, "train/win_rate"))}] if wins else []
+    rows += [
+        {"name": "episode return", "eval": fmt(last_value(run, RETURN), 2),
+         "train": fmt(last_value(run, "train/episode_return"), 2)},
+        {"name": "episode length", "eval": "–", "train": fmt(last_value(run, "train/episode_len"), 1)},
+        {"name": "episodes", "eval": _count(last_value(run, "eval/episodes")),
+         "train": _count(last_value(run, "train/episodes"))},
+    ]
+    types = [{"type": kind, "eval": _percent(last_value(run, f"{WIN_RATE}/{kind}")),
+              "train": _percent(last_value(run, f"train/win_rate/{kind}"))} for kind in puzzle_types(run)]
+    return {
+        "env_steps": _count(results.get("env_steps", results.get("steps"))),
+        "iterations": _count(results.get("iterations")),
+        "stop_reason": results.get("stop_reason") or "–",
+        "train_time": f"{train_time:,.0f} s" if train_time is not None else "–",
+        "throughput": f"{rate:,.0f} env steps/s (median over iterations)" if rate is not None else "–",
+        "evaluated": any(name.startswith("eval/") for name in run.metrics),
+        "algorithm": cfg_get(run.config, "rl.algorithm") or "–",
+        "rows": rows, "puzzle_types": types, "puzzle_format": PUZZLE_TYPES.get(run.task, ""),
+    }

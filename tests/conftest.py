@@ -4,6 +4,7 @@ command line run as a subprocess the way a user runs it."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,3 +42,23 @@ def run_cli(args: list[str], env: dict[str, str], timeout: float = 300) -> subpr
     """``harness <args>`` in a fresh interpreter, from the project root."""
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def loopback_only_ok() -> bool:
+    """Whether this machine lets us make a loopback-only network namespace (``unshare -n``)."""
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up && true"], capture_output=True)
+    return probe.returncode == 0
+
+
+requires_loopback_only = pytest.mark.skipif(not loopback_only_ok(),
+                                            reason="cannot make a loopback-only network namespace (unshare -n)")
+
+
+def run_cli_loopback(args: list[str], env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``harness <args>`` inside a loopback-only network namespace: how anything that starts Ray runs here
+    (Ray's dashboard probes cloud metadata addresses otherwise)."""
+    command = " ".join([sys.executable, "-m", "harness.cli", *args])
+    return subprocess.run(["unshare", "-n", "sh", "-c", f"ip link set lo up && exec {command}"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)

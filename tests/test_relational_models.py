@@ -58,7 +58,9 @@ def test_yaml_spec_points_at_the_image_model():
     for name in NAMES:
         data = yaml.safe_load((ROOT / "models" / "relational" / f"{name}.yaml").read_text())
         assert data["spec"]["name"] == name and data["config"]["model"]["name"] == name
-        assert data["spec"]["interfaces"] == {"image": "models.relational.image_model:ImageRelationalModel"}
+        assert data["spec"]["interfaces"] == {"image": "models.relational.image_model:ImageRelationalModel",
+                                              "env": "models.agents.shell:AgentShell"}
+        assert data["spec"]["kinds"] == ["supervised", "rl"]
         assert data["config"]["model"]["central"] in CENTRAL_MODULES
 
 
@@ -141,6 +143,36 @@ def test_mha_matches_a_hand_computation_without_scaling():
         torch.testing.assert_close(net.last_attention[0, h], att)
         expected.append(net.combine[h, 0] @ (att @ v))  # per-head weighted sum over entities
     torch.testing.assert_close(out, torch.cat(expected).detach())
+
+
+def test_mha_default_init_is_the_references_and_qk_init_std_touches_only_w_q_and_w_k():
+    from models.relational.init import truncated_normal_
+
+    torch.manual_seed(0)
+    model = ImageRelationalModel(model_cfg("mha"), INFO)
+    central = model.central
+    assert central.qk_init_std == 0.1
+    for p in (central.w_q.weight, central.w_k.weight, central.w_v.weight, central.combine):
+        assert p.abs().max() <= 0.2 and abs(p.std().item() - 0.088) < 0.01
+    # the hook draws what the generic paper_init_ draws: stddev 0.1 for each parameter, in named_parameters order
+    names = [name for name, _ in central.named_parameters()]
+    assert names == ["combine", "w_q.weight", "w_k.weight", "w_v.weight"]
+    torch.manual_seed(1)
+    central.reset_parameters_paper()
+    torch.manual_seed(1)
+    for p in central.parameters():
+        torch.testing.assert_close(p.detach(), truncated_normal_(torch.empty_like(p)), rtol=0, atol=0)
+    # the opt-in wider W_Q / W_K (not the reference's init), kept by reinit_central
+    torch.manual_seed(0)
+    wide = ImageRelationalModel(model_cfg("mha", qk_init_std=0.3), INFO)
+    for _ in range(2):
+        for p in (wide.central.w_q.weight, wide.central.w_k.weight):
+            assert p.abs().max() <= 0.6 and abs(p.std().item() - 0.264) < 0.02
+        for p in (wide.central.w_v.weight, wide.central.combine):
+            assert p.abs().max() <= 0.2
+        wide.reinit_central()
+    with pytest.raises(ValueError):
+        build_central("mha", N, D, model_cfg("mha", qk_init_std=0.0))
 
 
 @pytest.mark.parametrize("name", ["predinet", "mha"])

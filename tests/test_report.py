@@ -1,4 +1,6 @@
-"""The report generator (reports/) on a small hand-written run store."""
+"""The report generator (reports/) on a small hand-written run store: supervised runs (bAbI, Relations Game,
+a curriculum, a failed run) and reinforcement-learning runs (BoxWorld with puzzle types, bridge BoxWorld for
+the 2-simplicial paper, CartPole without wins), plus a captured agent benchmark file."""
 
 from __future__ import annotations
 
@@ -14,6 +16,18 @@ import yaml
 from reports.build import build_report, main
 
 STAGES = ("1_scratch", "2_pretrain", "3_frozen_central", "4_frozen_encoder")
+AGENTS_BENCH = {"device": "cpu", "threads": 2, "ms": {"1280": {"relational": 40.0, "simplicial": 100.0}},
+                "ratio": {"1280": 2.5}}
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(key for key in row if key not in columns)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def _curves(path: Path, final: dict[str, float], val_accs: list[float], steps_per_epoch: int = 20) -> None:
@@ -24,13 +38,7 @@ def _curves(path: Path, final: dict[str, float], val_accs: list[float], steps_pe
         rows.append({"step": steps_per_epoch * (epoch + 1), "epoch": epoch, "train/epoch_loss": 0.5,
                      "train/examples_per_s": 100.0, "val/loss": 1 - acc, "val/acc": acc})
     rows.append({"step": steps_per_epoch * len(val_accs), "epoch": len(val_accs) - 1, **final})
-    columns: list[str] = []
-    for row in rows:
-        columns.extend(key for key in row if key not in columns)
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+    _write_csv(path, rows)
 
 
 def write_run(runs: Path, task: str, model: str, seed: int, *, metrics: dict[str, float] | None = None,
@@ -54,6 +62,59 @@ def write_run(runs: Path, task: str, model: str, seed: int, *, metrics: dict[str
     (path / "results.json").write_text(json.dumps(results, indent=2))
     _curves(path / "metrics.csv", metrics if status == "completed" and metrics else {}, [0.6, 0.9])
     return path
+
+
+def _rl_rows(final: dict[str, float], types: list[str], wins: bool, iterations: int = 8) -> list[dict[str, Any]]:
+    """metrics.csv of an RL run: one row per iteration (step = env steps), then the final evaluation's row."""
+    rows: list[dict[str, Any]] = []
+    for it in range(1, iterations + 1):
+        row: dict[str, Any] = {"step": 1000 * it + 7, "epoch": it}
+        if wins:
+            row["train/win_rate"] = it / (iterations + 2)
+            row.update({f"train/win_rate/{kind}": it / (iterations + 2 + k) for k, kind in enumerate(types)})
+        row.update({"train/episode_return": 2.0 * it, "train/episode_len": 50.0 - it, "train/episodes": 10.0 * it,
+                    "learner/total_loss": 1.0 / it, "learner/pi_loss": 0.1, "learner/vf_loss": 0.5 / it,
+                    "learner/entropy": 1.38 - 0.01 * it, "learner/grad_norm": 2.0, "learner/lr": 0.0005,
+                    "perf/env_steps_per_s": 1400.0 + it})
+        rows.append(row)
+    rows.append({"step": 1000 * iterations + 7, "epoch": iterations, **final})
+    return rows
+
+
+def write_rl_run(runs: Path, task: str, model: str, seed: int, *, eval_win: float | None, types: tuple[str, ...] = (),
+                 throughput: float = 1500.0, episode_return: float = 5.0) -> Path:
+    """A completed RL run as harness/runners/rl.py writes it (``eval_win=None``: a task without wins)."""
+    run_id = f"{task}-{model}-cpu-s{seed}-r"
+    path = runs / task / model / run_id
+    path.mkdir(parents=True)
+    config = {"seed": seed, "profile": "cpu", "task": {"name": task, "env": {"n": 6}}, "model": {"name": model},
+              "protocol": {"name": "single", "target": [], "pretrain": []},
+              "rl": {"algorithm": "impala", "total_env_steps": 8000, "gamma": 0.99}}
+    (path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    final = {"eval/episode_return": episode_return, "eval/episodes": 20.0}
+    if eval_win is not None:
+        final["eval/win_rate"] = eval_win
+        final.update({f"eval/win_rate/{kind}": eval_win + 0.1 * (k % 2) for k, kind in enumerate(types)})
+    rows = _rl_rows(final, list(types), wins=eval_win is not None)
+    results = {
+        "schema_version": 1, "run_id": run_id, "task": task, "model": model, "profile": "cpu", "seed": seed,
+        "status": "completed", "metrics": {**{k: v for k, v in rows[-2].items() if k.startswith("train/")}, **final},
+        "best": None, "steps": 8007, "epochs": 0, "wall_time_s": 30.0, "throughput": {"env_steps_per_s": throughput},
+        "data_source": None, "git": {"commit": "abc123def456", "dirty": False}, "versions": {"torch": "2.13.0"},
+        "device": "cpu, 2 threads", "started_at": "2026-01-02T00:00:00Z", "finished_at": "2026-01-02T00:01:00Z",
+        "error": None, "env_steps": 8007, "iterations": 8, "stop_reason": "env steps", "train_time_s": 25.0,
+    }
+    (path / "results.json").write_text(json.dumps(results, indent=2))
+    _write_csv(path / "metrics.csv", rows)
+    return path
+
+
+def make_rl_runs(runs: Path) -> None:
+    """BoxWorld with puzzle types, bridge BoxWorld for both agents of the 2-simplicial paper, and CartPole."""
+    write_rl_run(runs, "boxworld", "relational", 0, eval_win=0.6, types=("1-0", "2-1"))
+    write_rl_run(runs, "bridge_boxworld", "relational", 0, eval_win=0.5, types=("1-0-0", "1-1-2"), throughput=2000.0)
+    write_rl_run(runs, "bridge_boxworld", "simplicial", 0, eval_win=0.8, types=("1-0-0", "1-1-2"), throughput=1000.0)
+    write_rl_run(runs, "cartpole", "mlp_agent", 0, eval_win=None, episode_return=250.0)
 
 
 def make_store(runs: Path) -> None:
@@ -86,6 +147,16 @@ def make_store(runs: Path) -> None:
             "metrics": {"test/acc": 0.8 + 0.05 * index}, "steps": 40,
             "best": {"metric": "val/acc", "value": 0.8, "step": 40, "epoch": 1}}))
         _curves(stage_dir / "metrics.csv", {"test/acc": 0.8 + 0.05 * index}, [0.5 + 0.1 * index, 0.9])
+    make_rl_runs(runs)
+
+
+def files_root(runs: Path) -> Path:
+    """The benchmark files beside a test store: bench/agents.json as captured output (a table, then the JSON
+    line); no bench/boxworld_env.json."""
+    root = runs.parent / "files"
+    (root / "bench").mkdir(parents=True, exist_ok=True)
+    (root / "bench" / "agents.json").write_text(f"relational  B=1280  40.0 ms\n{json.dumps(AGENTS_BENCH)}\n")
+    return root
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +165,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[Pat
     runs = root / "runs"
     make_store(runs)
     out = root / "out"
-    return runs, out, build_report(runs, out)
+    return runs, out, build_report(runs, out, files_root=files_root(runs))
 
 
 def _row(html: str, *labels: str) -> list[str]:
@@ -108,7 +179,7 @@ def _row(html: str, *labels: str) -> list[str]:
 def test_pages_exist(site: tuple[Path, Path, list[Path]]) -> None:
     runs, out, written = site
     assert written[0] == out / "index.html"
-    for name in ("index.html", "predinet.html", "tpr_rnn.html"):
+    for name in ("index.html", "predinet.html", "simplicial.html", "tpr_rnn.html"):
         assert (out / name).is_file()
     run_ids = sorted(p.parent.name for p in runs.glob("*/*/*/results.json"))
     assert sorted(p.stem for p in (out / "runs").glob("*.html")) == run_ids
@@ -179,7 +250,7 @@ def test_self_contained(site: tuple[Path, Path, list[Path]]) -> None:
 
 def test_byte_identical_rebuild(site: tuple[Path, Path, list[Path]], tmp_path: Path) -> None:
     runs, out, written = site
-    again = build_report(runs, tmp_path / "again")
+    again = build_report(runs, tmp_path / "again", files_root=files_root(runs))
     assert [p.relative_to(tmp_path / "again") for p in again] == [p.relative_to(out) for p in written]
     for first, second in zip(written, again, strict=True):
         assert first.read_bytes() == second.read_bytes(), first.name
@@ -211,7 +282,7 @@ def test_unreadable_runs_and_stale_pages(tmp_path: Path) -> None:
 
 def test_missing_store_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "site"
-    assert main(["--runs-dir", str(tmp_path / "nope"), "--out", str(out)]) == 0
+    assert main(["--runs-dir", str(tmp_path / "nope"), "--out", str(out), "--files-root", str(tmp_path)]) == 0
     captured = capsys.readouterr()
     assert "does not exist" in captured.err
     assert captured.out.splitlines()[-1] == f"index: {out / 'index.html'}"
@@ -219,9 +290,98 @@ def test_missing_store_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str
     index = (out / "index.html").read_text()
     assert "No runs" in index and "no run yet" in index
     assert "no run yet" in (out / "predinet.html").read_text()
+    simplicial = (out / "simplicial.html").read_text()
+    assert "bench/agents.json (absent)" in simplicial and simplicial.count(">not measured<") == 6
     # never replaces a folder it did not write
     other = tmp_path / "other"
     other.mkdir()
     (other / "keep.txt").write_text("mine")
     assert main(["--runs-dir", str(tmp_path / "nope"), "--out", str(other)]) == 2
     assert (other / "keep.txt").read_text() == "mine"
+
+
+def test_rl_run_pages(site: tuple[Path, Path, list[Path]]) -> None:
+    boxworld = (site[1] / "runs" / "boxworld-relational-cpu-s0-r.html").read_text()
+    assert "env steps / iterations</th><td>8,007 / 8" in boxworld
+    assert "1,500 env steps/s (median over iterations)" in boxworld
+    evaluation = boxworld[boxworld.index('id="evaluation"'):boxworld.index("<h2>Metrics</h2>")]
+    assert '<th>win rate (%)</th><td class="num">60.0</td><td class="num">80.0</td>' in evaluation  # 8 / 10
+    assert '<th>episode return</th><td class="num">5.00</td>' in evaluation
+    assert '<tr><td>1-0</td><td class="num">60.0</td>' in evaluation  # per puzzle type
+    assert '<tr><td>2-1</td><td class="num">70.0</td>' in evaluation
+    assert "L-d: solution length, distractor branches" in evaluation
+    curves = boxworld[boxworld.index("<h2>Curves</h2>"):]
+    assert curves.count("<svg") == 2
+    for text in ("win rate (%)", "episode return", "environment steps", "all puzzles", "1-0", "2-1",
+                 "final evaluation", "entropy", "env steps/s"):
+        assert text in curves, text
+    assert "steps / epochs" not in boxworld and "best</th>" not in boxworld
+    cartpole = (site[1] / "runs" / "cartpole-mlp_agent-cpu-s0-r.html").read_text()
+    assert '<th>episode return</th><td class="num">250.00</td>' in cartpole
+    assert "win rate (%)" not in cartpole and "puzzle type" not in cartpole
+    assert cartpole.count("<svg") == 2
+    supervised = (site[1] / "runs" / "babi-tpr_rnn-cpu-s1-a.html").read_text()
+    assert "steps / epochs" in supervised and "Final evaluation" not in supervised
+
+
+def test_index_rl_cells(site: tuple[Path, Path, list[Path]]) -> None:
+    html = (site[1] / "index.html").read_text()
+    matrix = html[html.index('<table class="matrix">'):html.index("</table>")]
+    for name in ("boxworld", "bridge_boxworld", "cartpole", "relational", "simplicial", "mlp_agent"):
+        assert f"<th>{name}</th>" in matrix
+    assert '<strong>60.0%</strong> <span class="small">eval win rate</span>' in matrix
+    assert '<strong>80.0%</strong> <span class="small">eval win rate</span>' in matrix  # bridge, simplicial
+    assert '<strong>250.0</strong> <span class="small">eval return</span>' in matrix
+    assert "impala [cpu]" in matrix
+    runs = html[html.index('id="runs-boxworld-relational"'):]
+    runs = runs[:runs.index("</table>")]
+    assert '<th class="num">eval win rate (%)</th><th class="num">env steps</th>' in runs
+    assert '<td class="num">60.0</td><td class="num">8007</td>' in runs
+    assert '<th class="num">test/acc (%)</th><th class="num">steps</th>' in html  # supervised groups unchanged
+
+
+def test_simplicial_paper_page(site: tuple[Path, Path, list[Path]]) -> None:
+    html = (site[1] / "simplicial.html").read_text()
+    bridge = _row(html, "bridge_boxworld")  # task, setting, result, metric, then (published, ours, diff) x model
+    assert bridge[3][1] == "<code>eval/win_rate</code>"
+    assert bridge[4][1] == "85.0" and "50.0" in bridge[5][1] and "n=1" in bridge[5][1] and bridge[6][1] == "-35.0"
+    assert "match-red" in bridge[5][0]
+    assert bridge[7][1] == "85.0" and "80.0" in bridge[8][1] and bridge[9][1] == "-5.0"
+    assert "match-green" in bridge[8][0]  # within the 5-point tolerance
+    boxworld = _row(html, "boxworld")
+    assert boxworld[4][1] == "93.0" and "60.0" in boxworld[5][1] and "over 93%" in boxworld[2][1]
+    assert boxworld[7][1] == "–" and "no run yet" in boxworld[8][1]  # no simplicial agent on BoxWorld
+    assert "of the row's task, any configuration" in html
+    facts = html[html.index('id="facts"'):html.index("<h2>Curves</h2>")]
+
+    def fact(fact_id: str) -> list[str]:
+        match = re.search(rf'<tr id="fact-{fact_id}">(.*?)</tr>', facts, flags=re.S)
+        assert match, fact_id
+        return [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", match.group(1), re.S)]
+
+    assert fact("fps_relational")[1:4:2] == ["1.9 × 10⁴ env steps/s", "2,000 env steps/s"]
+    assert fact("fps_simplicial")[3] == "1,000 env steps/s" and fact("fps_ratio")[1:4:2] == ["1.36 (1.9 / 1.4)", "2.00"]
+    assert fact("grad_relational")[1:4:2] == ["35.0 ms", "40.0 ms"] and fact("grad_simplicial")[3] == "100.0 ms"
+    assert fact("grad_ratio")[1:4:2] == ["2.3 (80 / 35)", "2.50"]
+    assert "bench/agents.json: ms.1280.relational (device cpu, threads 2)" in fact("grad_relational")[4]
+    assert fact("env_single")[1:4:2] == ["about 18,000 steps/s", "not measured"]
+    assert fact("env_vector")[1:4:2] == ["–", "not measured"]
+    assert fact("steps_simplicial")[1:4:2] == ["5.5 × 10⁹ (or convergence)", "8,007"]
+    assert "<h3>bridge_boxworld: training win rate against environment steps</h3>" in html
+    assert "<h3>boxworld: training win rate against environment steps</h3>" in html
+
+
+def test_paper_schema_errors(tmp_path: Path) -> None:
+    from reports.papers import load_paper
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"tables": [{"id": "t", "metric": "eval/win_rate", "rows": [{"a": [1.0, None]}]}]}))
+    with pytest.raises(ValueError, match="lacks 'task'"):
+        load_paper(path)
+    ratio = {"id": "r", "label": "ratio", "published": 2.0, "ours": {"divide": ["x", "y"]}}
+    path.write_text(yaml.safe_dump({"facts": [ratio]}))
+    with pytest.raises(ValueError, match="divides by"):
+        load_paper(path)
+    path.write_text(yaml.safe_dump({"facts": [{"id": "f", "label": "f", "ours": {"runs": {"task": "t"}}}]}))
+    with pytest.raises(ValueError, match="needs task and model"):
+        load_paper(path)

@@ -5,7 +5,6 @@ the test is skipped with the reason."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
@@ -13,20 +12,11 @@ import pytest
 
 from harness.errors import UserError
 from harness.runners.tune import load_sweep, trial_overrides
-from tests.conftest import ROOT
-
-
-def _loopback_only_ok() -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up && true"], capture_output=True)
-    return probe.returncode == 0
+from tests.conftest import ROOT, requires_loopback_only, run_cli_loopback
 
 
 def run_sweep_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    command = " ".join([sys.executable, "-m", "harness.cli", "sweep", *args])
-    return subprocess.run(["unshare", "-n", "sh", "-c", f"ip link set lo up && exec {command}"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return run_cli_loopback(["sweep", *args], env)
 
 
 def test_sweep_files_are_checked(tmp_path):
@@ -50,7 +40,7 @@ def test_every_shipped_sweep_composes(env):
         assert done.returncode == 0, (path, done.stderr)
 
 
-@pytest.mark.skipif(not _loopback_only_ok(), reason="cannot make a loopback-only network namespace (unshare -n)")
+@requires_loopback_only
 def test_sweep_of_two_models_and_two_seeds_fills_the_store_and_a_failing_trial_is_stored(env, tmp_path):
     data = tmp_path / "data" / "babi" / "en-10k"
     data.mkdir(parents=True)

@@ -26,9 +26,14 @@ PROTOCOLS = ("single", "curriculum")
 
 def _summary_line(run: Run, results: dict[str, Any]) -> str:
     metrics = results.get("metrics") or {}
-    shown = "  ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items()) if "test" in k and k.endswith("/acc"))
-    rate = (results.get("throughput") or {}).get("train/examples_per_s")
-    rate_text = f"  {rate:.0f} train examples/s" if rate else ""
+    shown = "  ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items())
+                      if ("test" in k and k.endswith("/acc")) or k in ("eval/win_rate", "eval/episode_return"))
+    throughput = results.get("throughput") or {}
+    rate_text = ""
+    if throughput.get("train/examples_per_s"):
+        rate_text = f"  {throughput['train/examples_per_s']:.0f} train examples/s"
+    elif throughput.get("env_steps_per_s"):
+        rate_text = f"  {results.get('env_steps', 0):,} env steps at {throughput['env_steps_per_s']:.0f}/s"
     return (f"{results['status']}: {results['task']}/{results['model']} in {results['wall_time_s']:.0f} s: "
             f"{shown}{rate_text}\n  {run.path}")
 
@@ -71,8 +76,12 @@ def prepare_task(composed: Composed) -> Any:
 def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None) -> int:
     """Run (or resume, or report) one composed configuration; returns the process exit code."""
     cfg = composed.cfg
-    if composed.task.kind != "supervised":
+    if composed.task.kind not in ("supervised", "rl"):
         raise UserError(f"task kind '{composed.task.kind}' has no runner yet")
+    if composed.task.kind == "rl":
+        from harness.runners.rl import check_rl_config
+
+        check_rl_config(cfg)
     if cfg.protocol.name not in PROTOCOLS:
         raise UserError(f"bad value for 'protocol.name': {cfg.protocol.name!r}; one of {', '.join(PROTOCOLS)}")
     if cfg.protocol.name == "curriculum":
@@ -137,6 +146,10 @@ def _train(cfg: Any, task: Any, composed: Composed, run: Run, tracker: Tracker,
         torch.set_num_threads(int(cfg.train.threads))
     results.update(device=_device_description())
     model_entry = composed.model.interfaces[composed.task.interface]
+    if composed.task.kind == "rl":
+        from harness.runners.rl import train_rl
+
+        return train_rl(cfg, task, model_entry, run, tracker, results)
     if cfg.protocol.name == "curriculum":
         from harness.runners.curriculum import run_curriculum
 

@@ -37,9 +37,6 @@ from harness.errors import UserError
 SPACE_TYPES = ("grid", "choice", "uniform", "loguniform", "randint")
 # Set before Ray is imported. Ray starts workers at nice 15 by default, which starves trials beside any
 # other work on a small machine.
-_RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_DEDUP_LOGS": "0", "RAY_CHDIR_TO_TRIAL_DIR": "0",
-            "RAY_AIR_NEW_OUTPUT": "0", "RAY_worker_niceness": "0"}
-
 
 @dataclass
 class Sweep:
@@ -143,29 +140,20 @@ def _run_trial(trial: dict[str, Any], sweep: Sweep, env: dict[str, str]) -> None
 
 def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     """Run every trial of the sweep on Ray Tune; returns one row per trial (run id, status, metrics)."""
+    from harness.runners.ray_session import ray_session
     from harness.tracking import configure_environment
 
     check_sweep(sweep)
-    configure_environment()  # W&B mode chosen before Ray starts, so workers inherit it
-    for key, value in _RAY_ENV.items():
-        os.environ.setdefault(key, value)
+    configure_environment()
     runs_dir = runs_dir.resolve()
     env = {key: str(Path(os.environ.get(key, default)).resolve())
            for key, default in (("HARNESS_DATA_DIR", "data"), ("HARNESS_CACHE_DIR", ".cache/harness"))}
     env["HARNESS_RUNS_DIR"] = str(runs_dir)
     env.update({k: v for k, v in os.environ.items() if k.startswith("WANDB_")})
 
-    import ray
-    from ray import tune
+    with ray_session():
+        from ray import tune  # after ray_session has set Ray's environment
 
-    address = os.environ.get("RAY_ADDRESS")
-    if address:
-        ray.init(address=address, include_dashboard=False, log_to_driver=True)
-    else:
-        temp = Path(os.environ.get("RAY_TMPDIR", "/tmp/rh"))
-        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, object_store_memory=256 * 1024**2,
-                 _temp_dir=str(temp), log_to_driver=True)
-    try:
         trainable = tune.with_resources(tune.with_parameters(_run_trial, sweep=sweep, env=env),
                                         {"cpu": sweep.cpus_per_trial})
         tuner = tune.Tuner(
@@ -182,5 +170,3 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
             rows.append({"run_id": metrics.get("run_id"), "status": metrics.get("status", "failed"),
                          "metrics": {k: v for k, v in metrics.items() if "/" in k and k.startswith("test")}})
         return sorted(rows, key=lambda row: str(row["run_id"]))
-    finally:
-        ray.shutdown()

@@ -8,7 +8,7 @@ A central module knows nothing of images or tasks. Its contract:
     forward(entities [B, N, D]) -> [B, out_dim]
     out_dim: int
 
-To add one (e.g. the 2-simplicial Transformer block), write its file in this folder and add one
+To add one (as the relational and 2-simplicial Transformer blocks were), write its file in this folder and add one
 entry to :data:`CENTRAL_MODULES`; ``model.central: <name>`` then selects it, nothing else changes.
 Its parameters get the paper's initialisation unless it defines ``reset_parameters_paper()``
 (see :mod:`models.relational.init`).
@@ -24,6 +24,8 @@ from models.relational.mha import MultiHeadAttention
 from models.relational.mlp import MLP1, MLP2
 from models.relational.predinet import PrediNet
 from models.relational.relation_net import RelationNet
+from models.relational.simplicial import SimplicialTransformer
+from models.relational.transformer import RelationalTransformer
 
 CENTRAL_MODULES: dict[str, type] = {
     "predinet": PrediNet,
@@ -31,6 +33,8 @@ CENTRAL_MODULES: dict[str, type] = {
     "mlp2": MLP2,
     "relation_net": RelationNet,
     "mha": MultiHeadAttention,
+    "relational": RelationalTransformer,
+    "simplicial": SimplicialTransformer,
 }
 
 

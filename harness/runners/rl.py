@@ -1,0 +1,265 @@
+"""Reinforcement-learning runs on RLlib (new API stack): IMPALA as in the 2-simplicial Transformer
+paper, PPO as a control, both around the same harness agent (:mod:`harness.runners.rl_module`).
+
+A run's ``rl`` config section holds the algorithm's settings; the task supplies the environment
+(``task.env_creator`` and ``task.env_config()``), the registry the agent class. The loop calls
+``algo.train()`` until ``rl.total_env_steps`` environment steps, ``rl.max_time_s`` seconds of training
+(summed over resumes) or a smoothed win rate of ``rl.stop_at_win_rate``, whichever comes first. Each
+iteration appends one row to ``metrics.csv`` (step = environment steps) and mirrors it to W&B; every
+``rl.checkpoint_every`` iterations (and at the end, and on Ctrl-C) the algorithm is saved to
+``<run>/checkpoints/algorithm`` by write-then-rename, which is where a resumed run continues from.
+At the end the policy plays ``rl.eval_episodes`` fresh episodes in the driver (actions sampled, as in
+training): ``eval/win_rate``, ``eval/win_rate/<puzzle type>``, ``eval/episode_return``.
+
+Settings for 2 cores (STACK.md §2.3): one EnvRunner stepping a batch of boards, the learner in the
+driver (``num_learners=0``: updates are synchronous), a 50 ms sampler timeout instead of IMPALA's busy
+poll, workers at niceness 0 (:mod:`harness.runners.ray_session`).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from harness.errors import DivergedError, UserError
+from harness.runs import CurveWriter, Run
+
+ALGORITHMS = ("impala", "ppo")
+LOSS_REDUCTIONS = ("sum", "mean")  # see harness.runners.rl_learner
+ENV_NAME = "harness-rl-env"
+
+
+def _plain(node: Any) -> Any:
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+
+def check_rl_config(cfg: Any) -> None:
+    """User mistakes in the ``rl`` section, caught before Ray starts."""
+    rl = cfg.rl
+    if rl.algorithm not in ALGORITHMS:
+        raise UserError(f"bad value for 'rl.algorithm': {rl.algorithm!r}; one of {', '.join(ALGORITHMS)}")
+    if rl.loss_reduction not in LOSS_REDUCTIONS:
+        raise UserError(f"bad value for 'rl.loss_reduction': {rl.loss_reduction!r}; "
+                        f"one of {', '.join(LOSS_REDUCTIONS)}")
+    for key in ("total_env_steps", "train_batch_size", "unroll", "envs_per_runner"):
+        if int(rl[key]) <= 0:
+            raise UserError(f"'rl.{key}' must be positive, got {rl[key]}")
+
+
+def build_algorithm_config(cfg: Any, task: Any, agent_entry: str) -> Any:
+    """The RLlib AlgorithmConfig of a run: environment, agent, algorithm settings, 2-core resources."""
+    from ray.rllib.algorithms.impala import IMPALAConfig
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.tune.registry import register_env
+
+    from harness.runners.rl_learner import HarnessIMPALALearner, HarnessPPOLearner
+    from harness.runners.rl_metrics import EpisodeOutcomes
+    from harness.runners.rl_module import AgentRLModule
+
+    rl = cfg.rl
+    register_env(ENV_NAME, task.env_creator)
+    batched = bool(rl.batched_env) and getattr(task, "has_vector_env", False)
+    module_config = {"entry": agent_entry, "model": _plain(cfg.model), "agent": _plain(cfg.agent)}
+    learner_settings = {"optim": _plain(rl.optim), "loss_reduction": str(rl.loss_reduction)}
+    common = dict(lr=float(rl.optim.lr), gamma=float(rl.gamma), grad_clip=float(rl.grad_clip) or None,
+                  train_batch_size_per_learner=int(rl.train_batch_size), entropy_coeff=float(rl.entropy_coeff),
+                  vf_loss_coeff=float(rl.vf_loss_coeff))
+    if rl.algorithm == "impala":
+        algo = IMPALAConfig().training(
+            **common, grad_clip_by="global_norm",
+            vtrace_clip_rho_threshold=float(rl.vtrace_clip_rho),
+            vtrace_clip_pg_rho_threshold=float(rl.vtrace_clip_pg_rho),
+            timeout_s_sampler_manager=float(rl.sampler_timeout_s))
+    else:
+        algo = PPOConfig().training(
+            **common, num_epochs=int(rl.ppo.num_epochs),
+            minibatch_size=int(rl.ppo.minibatch_size), clip_param=float(rl.ppo.clip_param),
+            lambda_=float(rl.ppo.gae_lambda))
+    return (
+        algo.environment(ENV_NAME, env_config=task.env_config())
+        .env_runners(num_env_runners=int(rl.num_env_runners), num_envs_per_env_runner=int(rl.envs_per_runner),
+                     rollout_fragment_length=int(rl.unroll),
+                     gym_env_vectorize_mode="vector_entry_point" if batched else "sync")
+        .learners(num_learners=int(rl.num_learners), learner_config_dict=learner_settings,
+                  learner_class=HarnessIMPALALearner if rl.algorithm == "impala" else HarnessPPOLearner)
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=AgentRLModule, model_config=module_config))
+        .reporting(min_sample_timesteps_per_iteration=int(rl.min_steps_per_iteration),
+                   min_time_s_per_iteration=float(rl.min_time_per_iteration_s),
+                   metrics_num_episodes_for_smoothing=int(rl.smoothing_episodes))
+        .callbacks(EpisodeOutcomes)
+        .debugging(seed=int(cfg.seed))
+    )
+
+
+def _checkpoint_path(run: Run) -> Path:
+    return run.checkpoint_dir / "algorithm"
+
+
+def _save(algo: Any, run: Run) -> None:
+    """Write the algorithm's state next to the last one, then swap: a kill never leaves half a checkpoint."""
+    final = _checkpoint_path(run)
+    fresh, stale = final.with_name("algorithm.tmp"), final.with_name("algorithm.old")
+    for leftover in (fresh, stale):
+        shutil.rmtree(leftover, ignore_errors=True)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    algo.save_to_path(str(fresh.resolve()))
+    if final.exists():
+        final.rename(stale)
+    fresh.rename(final)
+    shutil.rmtree(stale, ignore_errors=True)
+
+
+def _restore(algo: Any, run: Run) -> bool:
+    path = _checkpoint_path(run)
+    stale = path.with_name("algorithm.old")
+    if not path.exists() and stale.exists():  # killed between the two renames of _save
+        stale.rename(path)
+    if not path.exists():
+        return False
+    algo.restore_from_path(str(path.resolve()))
+    return True
+
+
+def _trained_module(algo: Any) -> Any:
+    """The learner's RLModule weights in the driver's module (IMPALA syncs only the remote EnvRunners)."""
+    from ray.rllib.core import DEFAULT_MODULE_ID
+
+    module = algo.get_module()
+    module.set_state(algo.learner_group.get_weights()[DEFAULT_MODULE_ID])
+    return module
+
+
+def _progress(iteration: int, steps: int, total: int, row: dict[str, float], rate: float) -> str:
+    win = row.get("train/win_rate")
+    ret = row.get("train/episode_return")
+    parts = [f"iter {iteration:4d}", f"env steps {steps:,}/{total:,} ({100 * steps / max(total, 1):.0f}%)"]
+    if win is not None:
+        parts.append(f"win {win:.3f}")
+    if ret is not None:
+        parts.append(f"return {ret:.2f}")
+    parts.append(f"{rate:,.0f} steps/s")
+    return "  ".join(parts)
+
+
+def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, results: dict[str, Any]) -> dict[str, Any]:
+    """Train (or resume) one RL run; returns the summary merged into results.json."""
+    from harness.runners.ray_session import ray_session
+    from harness.runners.rl_metrics import env_steps, iteration_row, loss_is_finite
+
+    check_rl_config(cfg)
+    rl = cfg.rl
+    total = int(rl.total_env_steps)
+    curves = CurveWriter(run.metrics_path)
+    trained_before = float(results.get("train_time_s") or 0.0)
+    with ray_session(num_cpus=rl.num_cpus):
+        algo = build_algorithm_config(cfg, task, agent_entry).build_algo()
+        try:
+            resumed = _restore(algo, run)
+            steps = int(results.get("env_steps") or 0) if resumed else 0
+            curves.truncate_after(steps)
+            if resumed:
+                print(f"resumed from {_checkpoint_path(run)} at {steps:,} env steps", flush=True)
+            results["parameters"] = sum(p.numel() for p in _trained_module(algo).parameters())
+            iteration = int(results.get("iterations") or 0) if resumed else 0
+            started = time.perf_counter()
+            last_row: dict[str, float] = {}
+            rates: list[float] = []
+            stop_reason = "env steps"
+            try:
+                while steps < total:
+                    tick = time.perf_counter()
+                    result = algo.train()
+                    elapsed = time.perf_counter() - tick
+                    if not loss_is_finite(result):
+                        raise DivergedError(f"non-finite loss at iteration {iteration + 1} ({steps:,} env steps)")
+                    new_steps = env_steps(result)
+                    rate = (new_steps - steps) / elapsed if elapsed > 0 else 0.0
+                    steps, iteration = new_steps, iteration + 1
+                    rates.append(rate)
+                    last_row = {**iteration_row(result), "perf/env_steps_per_s": rate}
+                    curves.append(steps, iteration, last_row)
+                    tracker.log(last_row, step=steps)
+                    print(_progress(iteration, steps, total, last_row, rate), flush=True)
+                    if iteration % int(rl.checkpoint_every) == 0:
+                        curves.flush()
+                        _save(algo, run)
+                        run.update_results(env_steps=steps, iterations=iteration)
+                    train_time = trained_before + time.perf_counter() - started
+                    if rl.max_time_s is not None and train_time >= float(rl.max_time_s):
+                        stop_reason = "time limit"
+                        break
+                    win = last_row.get("train/win_rate")
+                    if (rl.stop_at_win_rate is not None and win is not None
+                            and last_row.get("train/episodes", 0) >= int(rl.smoothing_episodes)
+                            and win >= float(rl.stop_at_win_rate)):
+                        stop_reason = "win rate reached"
+                        break
+            finally:  # keep what was learned, even on Ctrl-C or an error
+                curves.flush()
+                if iteration:
+                    _save(algo, run)
+                run.update_results(env_steps=steps, iterations=iteration,
+                                   train_time_s=trained_before + time.perf_counter() - started)
+            print(f"training stopped ({stop_reason}) after {steps:,} env steps", flush=True)
+            evaluation = evaluate(_trained_module(algo), task, int(rl.eval_episodes), int(rl.eval_max_steps),
+                                  int(cfg.seed))
+        finally:
+            algo.stop()
+    metrics = {**{k: v for k, v in last_row.items() if k.startswith("train/")}, **evaluation}
+    curves.append(steps, iteration, evaluation)
+    curves.flush()
+    tracker.log(evaluation, step=steps)
+    return {
+        "metrics": metrics,
+        "steps": steps,
+        "env_steps": steps,
+        "iterations": iteration,
+        "stop_reason": stop_reason,
+        "throughput": {"env_steps_per_s": sorted(rates)[len(rates) // 2]} if rates else {},
+        "train_time_s": trained_before + time.perf_counter() - started,
+    }
+
+
+def evaluate(module: Any, task: Any, episodes: int, max_steps: int, seed: int) -> dict[str, float]:
+    """Play ``episodes`` fresh episodes with the trained policy (actions sampled from its softmax).
+
+    An episode still running after ``max_steps`` steps counts as lost (envs without a horizon).
+    Seeds are ``10**6 + seed * 10**4 + i``, apart from the training stream.
+    """
+    import numpy as np
+    import torch
+
+    if episodes <= 0:
+        return {}
+    env = task.env_creator(task.env_config())
+    generator = torch.Generator().manual_seed(seed)
+    outcomes: list[tuple[float, bool | None, str | None]] = []  # (return, win or None, puzzle type)
+    module.eval()
+    for index in range(episodes):
+        obs, info = env.reset(seed=10**6 + seed * 10**4 + index)
+        total, won, puzzle = 0.0, None, info.get("puzzle_type")
+        for _ in range(max_steps):
+            with torch.no_grad():
+                logits = module.agent(torch.as_tensor(np.asarray(obs)[None]))[0][0]
+            action = int(torch.multinomial(torch.softmax(logits, -1), 1, generator=generator))
+            obs, reward, terminated, truncated, info = env.step(action)
+            total += float(reward)
+            if terminated or truncated:
+                won = info.get("win")
+                puzzle = info.get("puzzle_type", puzzle)
+                break
+        outcomes.append((total, won, None if puzzle is None else str(puzzle)))
+    env.close()
+    out = {"eval/episode_return": float(np.mean([o[0] for o in outcomes])), "eval/episodes": float(episodes)}
+    if getattr(task, "reports_wins", False) or any(o[1] is not None for o in outcomes):
+        # an env with wins: an episode unfinished after max_steps is lost
+        out["eval/win_rate"] = float(np.mean([bool(o[1]) for o in outcomes]))
+        for puzzle in sorted({o[2] for o in outcomes if o[2] is not None}):
+            out[f"eval/win_rate/{puzzle}"] = float(np.mean([bool(o[1]) for o in outcomes if o[2] == puzzle]))
+    return {k: v for k, v in out.items() if math.isfinite(v)}

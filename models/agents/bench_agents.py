@@ -1,0 +1,98 @@
+"""Gradient-step time of the relational and simplicial agents on bridge BoxWorld batches (Clift et al.,
+ICLR 2020, Appendix C: 35 ms vs 80 ms per gradient step, a ratio of 2.3, on the paper's GPU set-up).
+
+    python -m models.agents.bench_agents [--batch-sizes 1280 256] [--repeats 10] [--threads 2]
+
+Per batch size B: random uint8 observations [B, 7, 10, 3] (the paper's 7x9 board plus the inventory
+column), random actions, advantages and returns; one forward and backward pass of an actor-critic loss
+(policy gradient + 0.5 value MSE - 0.005 entropy) per timing; the median over ``repeats`` after
+``warmup`` untimed steps, the two agents taking turns. Prints one line per (agent, B), the simplicial /
+relational ratio per B, and a final JSON line with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+import yaml
+from omegaconf import OmegaConf
+
+from models.agents.shell import AgentShell
+
+AGENTS = ("relational", "simplicial")
+OBSERVATION = (7, 10, 3)
+NUM_ACTIONS = 4
+MODELS_DIR = Path(__file__).resolve().parents[1] / "relational"
+
+
+def model_cfg(name: str) -> object:
+    """The shipped model config node of ``models/relational/<name>.yaml``."""
+    return OmegaConf.create(yaml.safe_load((MODELS_DIR / f"{name}.yaml").read_text())["config"]["model"])
+
+
+def actor_critic_loss(logits: torch.Tensor, value: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor,
+                      returns: torch.Tensor) -> torch.Tensor:
+    """A policy-gradient-like loss: -log pi(a) A + 0.5 (V - R)^2 - 0.005 H(pi), averaged over the batch."""
+    log_probs = torch.log_softmax(logits, dim=-1)  # [B, A]
+    chosen = log_probs.gather(1, actions[:, None]).squeeze(1)  # [B]
+    entropy = -(log_probs.exp() * log_probs).sum(-1)  # [B]
+    return (-(chosen * advantages) + 0.5 * (value - returns).square() - 0.005 * entropy).mean()
+
+
+def time_steps(agents: dict[str, AgentShell], batch: int, repeats: int, warmup: int,
+               device: torch.device) -> dict[str, float]:
+    """Median milliseconds of one forward + backward pass of each agent on the same random batch; the agents
+    take turns step by step, so that a load on the machine slows them alike."""
+    gen = torch.Generator().manual_seed(batch)
+    obs = torch.randint(0, 256, (batch, *OBSERVATION), dtype=torch.uint8, generator=gen).to(device)
+    actions = torch.randint(0, NUM_ACTIONS, (batch,), generator=gen).to(device)
+    advantages, returns = torch.randn(batch, generator=gen).to(device), torch.randn(batch, generator=gen).to(device)
+    times: dict[str, list[float]] = {name: [] for name in agents}
+    for step in range(warmup + repeats):
+        for name, agent in agents.items():
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            agent.zero_grad(set_to_none=True)
+            logits, value = agent(obs)
+            actor_critic_loss(logits, value, actions, advantages, returns).backward()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            if step >= warmup:
+                times[name].append((time.perf_counter() - start) * 1000.0)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1280, 256])
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (CPU)")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    agents = {name: AgentShell(model_cfg(name), None, OBSERVATION, NUM_ACTIONS).to(device) for name in AGENTS}
+    figures: dict[str, object] = {"device": str(device), "threads": args.threads, "observation": list(OBSERVATION),
+                                  "repeats": args.repeats, "torch": torch.__version__, "ms": {}, "ratio": {}}
+    for batch in args.batch_sizes:
+        ms = time_steps(agents, batch, args.repeats, args.warmup, device)
+        ratio = ms["simplicial"] / ms["relational"]
+        for name, value in ms.items():
+            print(f"{name:>10}  B={batch:<5d}  {value:8.1f} ms per forward + backward")
+        print(f"{'ratio':>10}  B={batch:<5d}  simplicial / relational = {ratio:.2f}  (paper: 80 / 35 = 2.3)")
+        figures["ms"][str(batch)] = {name: round(value, 2) for name, value in ms.items()}  # type: ignore[index]
+        figures["ratio"][str(batch)] = round(ratio, 3)  # type: ignore[index]
+    print(json.dumps(figures))
+    return figures
+
+
+if __name__ == "__main__":
+    main()

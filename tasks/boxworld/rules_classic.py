@@ -1,0 +1,95 @@
+"""Vectorised original-BoxWorld rules (pycolab, REFERENCE §2.5) for ``vector.BoxWorldVectorEnv``.
+
+Same rules as ``classic.BoxWorldEnv`` (one held key shown in the top-left border cell; a lock opens with its
+held colour, +1, or -1 and termination for a distractor; a key or the gem is picked up when no lock is on its
+right, the gem giving +10 and termination), written as masked numpy updates over all boards at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tasks.boxworld.classic import DELTAS, NO_KEY
+from tasks.boxworld.level import EMPTY, GEM, KEY0, LOCK0, Level, move_table
+from tasks.boxworld.palette import CLASSIC_BACKGROUND, CLASSIC_BORDER, CLASSIC_PLAYER
+
+
+class ClassicRules:
+    """Per-board state: cell codes int8 [B, N], distractor locks bool [B, N], player cell [B], held key [B]."""
+
+    info_keys = ("puzzle_type", "solution_length", "num_distractors", "num_backward")
+
+    def __init__(self, num_envs: int, n: int) -> None:
+        self.height = self.width = size = n + 2
+        cells = size * size
+        self.cells = np.zeros((num_envs, cells), dtype=np.int8)  # [B, N]
+        self.distractor = np.zeros((num_envs, cells), dtype=np.bool_)  # [B, N]
+        self.pos = np.zeros(num_envs, dtype=np.int64)  # [B]
+        self.held = np.full(num_envs, NO_KEY, dtype=np.int64)  # [B] colour, -1 = none
+        self.moves = np.array(move_table(size, size, (1, 1, n, n), DELTAS), dtype=np.int64).reshape(cells, 4)
+        self._base = np.arange(num_envs, dtype=np.int64) * cells  # [B] offset of each board's first cell
+        self._cells1 = self.cells.reshape(-1)  # [B * N] view
+        self.flat = np.zeros((num_envs, cells, 3), dtype=np.uint8)
+        self._pixels = self.flat.reshape(-1, 3)
+        self.palette = np.zeros((num_envs, 1, 3), dtype=np.uint8)
+
+    def bind(self, flat: np.ndarray, palette: np.ndarray) -> None:
+        """Share the env's observation view uint8 [B, N, 3] and palettes uint8 [B, N_CODES, 3]."""
+        self.flat, self.palette = flat, palette
+        self._pixels = flat.reshape(-1, 3)  # [B * N, 3] view
+        assert np.shares_memory(self._pixels, flat)
+
+    def load(self, b: int, level: Level) -> None:
+        """Board b starts ``level`` (the env has already drawn its tiles)."""
+        self.cells[b] = level.cells
+        self.distractor[b] = False
+        for box in level.boxes:
+            if box.distractor:
+                self.distractor[b, level.index(box.lock_cells[0])] = True
+        self.pos[b] = level.index(level.player)
+        self.held[b] = NO_KEY
+        self.flat[b, self.pos[b]] = CLASSIC_PLAYER
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Move every board; returns rewards float64 [B], terminated bool [B], won bool [B]."""
+        cells, flat, held = self.cells, self.flat, self.held
+        pos = self.pos
+        target = self.moves[pos, actions]  # [B]
+        code = self._cells1[self._base + target]  # [B]
+        rewards = np.zeros(len(pos), dtype=np.float64)
+        terminated = np.zeros(len(pos), dtype=np.bool_)
+        won = np.zeros(len(pos), dtype=np.bool_)
+        moved = code == EMPTY
+        busy = np.flatnonzero(code >= KEY0)  # boards walking into a key, the gem or a lock (few)
+        if busy.size:
+            codes = code[busy].astype(np.int64)
+            opened = (codes >= LOCK0) & (codes - LOCK0 == held[busy])
+            bs = busy[opened]
+            if bs.size:
+                ts = target[bs]
+                cells[bs, ts] = EMPTY
+                held[bs] = NO_KEY
+                flat[bs, 0] = CLASSIC_BORDER
+                moved[bs] = True
+                bad = self.distractor[bs, ts]
+                rewards[bs] = np.where(bad, -1.0, 1.0)
+                terminated[bs] = bad
+            keys = codes < LOCK0
+            bs, codes = busy[keys], codes[keys]
+            ts = target[bs]
+            free = cells[bs, ts + 1] < LOCK0  # no lock on the right
+            bs, ts, codes = bs[free], ts[free], codes[free]
+            if bs.size:
+                cells[bs, ts] = EMPTY
+                moved[bs] = True
+                gem = codes - KEY0 == GEM
+                rewards[bs[gem]] = 10.0
+                terminated[bs[gem]] = won[bs[gem]] = True
+                kb, kc = bs[~gem], codes[~gem]
+                held[kb] = kc - KEY0
+                flat[kb, 0] = self.palette[kb, kc]
+        new = np.where(moved, target, pos)
+        self._pixels[self._base + pos] = CLASSIC_BACKGROUND
+        self._pixels[self._base + new] = CLASSIC_PLAYER
+        self.pos = new
+        return rewards, terminated, won

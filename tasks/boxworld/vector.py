@@ -1,0 +1,211 @@
+"""Batched BoxWorld: many boards stepped at once with numpy, as a gymnasium 1.2 ``VectorEnv``.
+
+State arrays (B boards, N = height * width cells in observation layout): cell codes int8 [B, N], observation
+uint8 [B, H, W, 3] updated in place (only the tiles that change), per-board code palettes uint8 [B, N_CODES, 3],
+player cell [B], step counter [B]; the rule-specific state lives in ``rules_classic`` / ``rules_bridge``. Level
+generation on reset reuses the single envs' generators (Python, one Generator per board); stepping is
+vectorised over boards.
+
+Seeding follows gymnasium's ``SyncVectorEnv``: ``reset(seed=s)`` seeds board i with ``s + i`` (a list gives one
+seed per board); an autoreset continues that board's stream. So board i replays exactly the levels and
+trajectories of a single env reset with seed ``s + i`` and then reset without a seed after every episode.
+
+Autoreset: ``autoreset_mode`` is ``AutoresetMode.NEXT_STEP`` by default (gymnasium 1.x default): the step after a
+board's episode ended ignores its action and returns its new level's first observation with reward 0 and
+terminated = truncated = False. ``AutoresetMode.SAME_STEP`` is also available: the returned observation of an
+ended board is already the new level's; the last observation of the old episode and its info are in
+``infos["final_obs"]`` / ``infos["final_info"]`` (with ``_final_obs`` / ``_final_info`` masks).
+
+Infos follow gymnasium's vector convention (an array per key plus a ``_key`` mask) and are only filled for the
+boards with an event: on a reset, the new level's description; when an episode ends, the level's description
+plus ``win``. Other steps return ``{}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from tasks.boxworld.config import BoxWorldConfig, BridgeBoxWorldConfig
+from tasks.boxworld.gen_bridge import generate_bridge
+from tasks.boxworld.gen_classic import check_fits, generate_classic
+from tasks.boxworld.level import N_CODES, Level
+from tasks.boxworld.rules_bridge import BridgeRules
+from tasks.boxworld.rules_classic import ClassicRules
+
+INFO_DTYPES: dict[str, type] = {
+    "puzzle_type": object,
+    "solution_length": np.int64,
+    "num_distractors": np.int64,
+    "num_backward": np.int64,
+    "has_bridge": np.bool_,
+    "bridge_source": np.int64,
+    "bridge_target": np.int64,
+    "num_decoy_paths": np.int64,
+}
+
+
+class BatchedBoxWorld(VectorEnv):
+    """Common batching: spaces, seeding, autoreset, infos. ``rules`` steps the boards."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(
+        self,
+        num_envs: int,
+        generate: Callable[[np.random.Generator], Level],
+        rules: ClassicRules | BridgeRules,
+        horizon: int | None,
+        seed: int | None,
+        autoreset_mode: AutoresetMode | str,
+    ) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        mode = AutoresetMode(autoreset_mode) if isinstance(autoreset_mode, str) else autoreset_mode
+        if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
+            raise ValueError(f"autoreset_mode must be NEXT_STEP or SAME_STEP, got {mode}")
+        self.metadata = {"autoreset_mode": mode}
+        self.autoreset_mode = mode
+        self.num_envs = num_envs
+        self._generate = generate
+        self._rules = rules
+        height, width = rules.height, rules.width
+        self.single_observation_space = spaces.Box(0, 255, (height, width, 3), np.uint8)
+        self.single_action_space = spaces.Discrete(4)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._horizon = np.iinfo(np.int64).max if horizon is None else horizon
+        self._obs = np.zeros((num_envs, height, width, 3), dtype=np.uint8)  # [B, H, W, 3]
+        self._flat = self._obs.reshape(num_envs, height * width, 3)  # [B, N, 3] view
+        self._palette = np.zeros((num_envs, N_CODES, 3), dtype=np.uint8)  # [B, N_CODES, 3]
+        self._steps = np.zeros(num_envs, dtype=np.int64)  # [B]
+        self._pending = np.zeros(num_envs, dtype=np.bool_)  # [B] episode ended, reset on the next step
+        self._stats = {key: np.zeros(num_envs, dtype=dt) for key, dt in INFO_DTYPES.items() if key in rules.info_keys}
+        self._rngs: list[np.random.Generator | None] = [None] * num_envs
+        if seed is not None:
+            self._seed_boards(seed)
+        self.levels: list[Level | None] = [None] * num_envs
+        rules.bind(self._flat, self._palette)
+
+    def _seed_boards(self, seed: int | Sequence[int | None]) -> None:
+        seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
+        if len(seeds) != self.num_envs:
+            raise ValueError(f"expected {self.num_envs} seeds, got {len(seeds)}")
+        for i, s in enumerate(seeds):
+            if s is not None or self._rngs[i] is None:
+                self._rngs[i] = seeding.np_random(s)[0]
+
+    def _reset_boards(self, boards: Sequence[int] | np.ndarray) -> None:
+        for b in boards:
+            rng = self._rngs[b]
+            if rng is None:
+                rng = self._rngs[b] = seeding.np_random()[0]
+            level = self._generate(rng)
+            self.levels[b] = level
+            self._palette[b] = level.palette
+            self._flat[b] = level.palette[level.cells]
+            self._steps[b] = 0
+            self._rules.load(b, level)
+            for key, values in self._stats.items():
+                values[b] = level.info[key]
+
+    def _add_infos(self, infos: dict[str, Any], boards: np.ndarray) -> dict[str, Any]:
+        for key, values in self._stats.items():
+            if key not in infos:
+                infos[key] = np.zeros(self.num_envs, dtype=values.dtype)
+                infos["_" + key] = np.zeros(self.num_envs, dtype=np.bool_)
+            infos[key][boards] = values[boards]
+            infos["_" + key][boards] = True
+        return infos
+
+    def _add_win(self, infos: dict[str, Any], boards: np.ndarray, won: np.ndarray) -> dict[str, Any]:
+        infos["win"] = np.zeros(self.num_envs, dtype=np.bool_)
+        infos["win"][boards] = won[boards]
+        infos["_win"] = np.zeros(self.num_envs, dtype=np.bool_)
+        infos["_win"][boards] = True
+        return infos
+
+    def reset(
+        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """New levels on every board (seeded as documented in the module docstring)."""
+        if seed is not None:
+            self._seed_boards(seed)
+        boards = np.arange(self.num_envs)
+        self._reset_boards(boards)
+        self._pending[:] = False
+        return self._obs.copy(), self._add_infos({}, boards)
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """One move on every board, then the autoreset of the configured mode."""
+        actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        if (actions & ~3).any():  # negative or > 3
+            raise ValueError(f"actions must be 0..3, got {actions}")
+        rewards, terminated, won = self._rules.step(actions)  # float64 [B], bool [B], bool [B]
+        self._steps += 1
+        truncated = (self._steps >= self._horizon) & ~terminated
+        infos: dict[str, Any] = {}
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            if self._pending.any():  # these boards ended last step: new level, action ignored
+                boards = np.flatnonzero(self._pending)
+                rewards[boards] = 0.0
+                terminated[boards] = truncated[boards] = won[boards] = False
+                self._reset_boards(boards)
+                self._add_infos(infos, boards)
+            done = terminated | truncated
+            if done.any():  # disjoint from the boards just reset
+                boards = np.flatnonzero(done)
+                self._add_win(self._add_infos(infos, boards), boards, won)
+            self._pending = done
+        else:
+            done = terminated | truncated
+            if done.any():
+                boards = np.flatnonzero(done)
+                final_obs = np.full(self.num_envs, None, dtype=object)
+                for b in boards:
+                    final_obs[b] = self._obs[b].copy()
+                infos["final_obs"], infos["_final_obs"] = final_obs, done.copy()
+                infos["final_info"] = self._add_win(self._add_infos({}, boards), boards, won)
+                infos["_final_info"] = done.copy()
+                self._reset_boards(boards)
+                self._add_infos(infos, boards)
+        return self._obs.copy(), rewards, terminated, truncated, infos
+
+
+class BoxWorldVectorEnv(BatchedBoxWorld):
+    """``num_envs`` original-BoxWorld boards; kwargs (or one mapping) as in :class:`BoxWorldConfig`."""
+
+    def __init__(
+        self,
+        num_envs: int = 64,
+        config: Mapping[str, Any] | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        **kwargs: Any,
+    ) -> None:
+        self.config = cfg = BoxWorldConfig.build(config, **kwargs)
+        check_fits(cfg)
+        rules = ClassicRules(num_envs, cfg.n)
+        super().__init__(num_envs, lambda rng: generate_classic(rng, cfg), rules, cfg.horizon, cfg.seed,
+                         autoreset_mode)
+
+
+class BridgeBoxWorldVectorEnv(BatchedBoxWorld):
+    """``num_envs`` bridge-BoxWorld boards; kwargs (or one mapping) as in :class:`BridgeBoxWorldConfig`."""
+
+    def __init__(
+        self,
+        num_envs: int = 64,
+        config: Mapping[str, Any] | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        **kwargs: Any,
+    ) -> None:
+        self.config = cfg = BridgeBoxWorldConfig.build(config, **kwargs)
+        rules = BridgeRules(num_envs, cfg.num_rows, cfg.num_cols)
+        super().__init__(num_envs, lambda rng: generate_bridge(rng, cfg), rules, cfg.horizon, cfg.seed,
+                         autoreset_mode)

@@ -1,0 +1,33 @@
+"""CartPole (gymnasium ``CartPole-v1``): the first rung of the RL ladder.
+
+Not a reasoning task. It checks the RL runner end to end on a problem IMPALA is known to solve in a
+few ten thousand steps (STACK.md: 68k on this kind of machine), so that a BoxWorld agent that does not
+learn points at the agent or the environment, not at the runner. There is no win; the measure is the
+episode return (500 = balanced for the whole episode).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ENV_ID = "CartPole-v1"
+
+
+def make_cartpole(env_config: dict[str, Any]) -> Any:
+    """RLlib's env creator: one CartPole (no vector env of our own)."""
+    import gymnasium as gym
+
+    return gym.make(ENV_ID)
+
+
+class CartPoleTask:
+    """The harness face of CartPole: an env creator and its (empty) config."""
+
+    has_vector_env = False
+    env_creator = staticmethod(make_cartpole)
+
+    def __init__(self, cfg: Any) -> None:
+        self.cfg = cfg
+
+    def env_config(self) -> dict[str, Any]:
+        return {}
