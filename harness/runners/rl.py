@@ -4,7 +4,8 @@ paper, PPO as a control, both around the same harness agent (:mod:`harness.runne
 A run's ``rl`` config section holds the algorithm's settings; the task supplies the environment
 (``task.env_creator`` and ``task.env_config()``), the registry the agent class. The loop calls
 ``algo.train()`` until ``rl.total_env_steps`` environment steps, ``rl.max_time_s`` seconds of training
-(summed over resumes) or a smoothed win rate of ``rl.stop_at_win_rate``, whichever comes first. Each
+(summed over resumes) or a training win rate of ``rl.stop_at_win_rate`` (the mean of the last five
+iterations' values: one iteration's is too noisy to stop on), whichever comes first. Each
 iteration appends one row to ``metrics.csv`` (step = environment steps) and mirrors it to W&B; every
 ``rl.checkpoint_every`` iterations (and at the end, and on Ctrl-C) the algorithm is saved to
 ``<run>/checkpoints/algorithm`` by write-then-rename, which is where a resumed run continues from.
@@ -32,6 +33,7 @@ from harness.runs import CurveWriter, Run
 ALGORITHMS = ("impala", "ppo")
 LOSS_REDUCTIONS = ("sum", "mean")  # see harness.runners.rl_learner
 ENV_NAME = "harness-rl-env"
+STOP_WINDOW = 5  # rl.stop_at_win_rate applies to the mean win rate of this many iterations in a row
 
 
 def _plain(node: Any) -> Any:
@@ -126,6 +128,19 @@ def _restore(algo: Any, run: Run) -> bool:
     return True
 
 
+def _record(run: Run, results: dict[str, Any], **fields: Any) -> None:
+    """Progress into results.json now and into the launcher's copy, which it writes last."""
+    results.update(fields)
+    run.update_results(**fields)
+
+
+def _steps_done(results: dict[str, Any], curves: CurveWriter) -> int:
+    """Environment steps of the checkpoint a run resumes from (results.json, else the curve's last row)."""
+    if results.get("env_steps"):
+        return int(results["env_steps"])
+    return int(curves.rows[-1]["step"]) if curves.rows else 0
+
+
 def _trained_module(algo: Any) -> Any:
     """The learner's RLModule weights in the driver's module (IMPALA syncs only the remote EnvRunners)."""
     from ray.rllib.core import DEFAULT_MODULE_ID
@@ -161,15 +176,18 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
         algo = build_algorithm_config(cfg, task, agent_entry).build_algo()
         try:
             resumed = _restore(algo, run)
-            steps = int(results.get("env_steps") or 0) if resumed else 0
+            steps = _steps_done(results, curves) if resumed else 0
             curves.truncate_after(steps)
             if resumed:
                 print(f"resumed from {_checkpoint_path(run)} at {steps:,} env steps", flush=True)
             results["parameters"] = sum(p.numel() for p in _trained_module(algo).parameters())
-            iteration = int(results.get("iterations") or 0) if resumed else 0
+            iteration = 0
+            if resumed:
+                iteration = int(results.get("iterations") or (curves.rows[-1]["epoch"] if curves.rows else 0))
             started = time.perf_counter()
             last_row: dict[str, float] = {}
             rates: list[float] = []
+            recent_wins: list[float] = []  # the last STOP_WINDOW iterations' training win rates
             stop_reason = "env steps"
             try:
                 while steps < total:
@@ -189,23 +207,23 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
                     if iteration % int(rl.checkpoint_every) == 0:
                         curves.flush()
                         _save(algo, run)
-                        run.update_results(env_steps=steps, iterations=iteration)
+                        _record(run, results, env_steps=steps, iterations=iteration)
                     train_time = trained_before + time.perf_counter() - started
                     if rl.max_time_s is not None and train_time >= float(rl.max_time_s):
                         stop_reason = "time limit"
                         break
-                    win = last_row.get("train/win_rate")
-                    if (rl.stop_at_win_rate is not None and win is not None
-                            and last_row.get("train/episodes", 0) >= int(rl.smoothing_episodes)
-                            and win >= float(rl.stop_at_win_rate)):
+                    if "train/win_rate" in last_row:
+                        recent_wins = [*recent_wins, last_row["train/win_rate"]][-STOP_WINDOW:]
+                    if (rl.stop_at_win_rate is not None and len(recent_wins) == STOP_WINDOW
+                            and sum(recent_wins) / STOP_WINDOW >= float(rl.stop_at_win_rate)):
                         stop_reason = "win rate reached"
                         break
             finally:  # keep what was learned, even on Ctrl-C or an error
                 curves.flush()
                 if iteration:
                     _save(algo, run)
-                run.update_results(env_steps=steps, iterations=iteration,
-                                   train_time_s=trained_before + time.perf_counter() - started)
+                _record(run, results, env_steps=steps, iterations=iteration,
+                        train_time_s=trained_before + time.perf_counter() - started)
             print(f"training stopped ({stop_reason}) after {steps:,} env steps", flush=True)
             evaluation = evaluate(_trained_module(algo), task, int(rl.eval_episodes), int(rl.eval_max_steps),
                                   int(cfg.seed))
@@ -226,38 +244,79 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
     }
 
 
+Outcome = tuple[float, bool | None, str | None]  # (return, win or None, puzzle type)
+EVAL_BOARDS = 32  # boards played at once when the task has a batched env
+
+
 def evaluate(module: Any, task: Any, episodes: int, max_steps: int, seed: int) -> dict[str, float]:
     """Play ``episodes`` fresh episodes with the trained policy (actions sampled from its softmax).
 
-    An episode still running after ``max_steps`` steps counts as lost (envs without a horizon).
-    Seeds are ``10**6 + seed * 10**4 + i``, apart from the training stream.
+    An episode still running after ``max_steps`` steps counts as lost (envs without a horizon). Levels
+    come from seeds ``10**6 + seed * 10**4 + i``, apart from the training stream. Tasks with a batched
+    env play up to 32 episodes at once (one forward pass per step for all of them).
     """
     import numpy as np
     import torch
 
     if episodes <= 0:
         return {}
-    env = task.env_creator(task.env_config())
     generator = torch.Generator().manual_seed(seed)
-    outcomes: list[tuple[float, bool | None, str | None]] = []  # (return, win or None, puzzle type)
+    first_seed = 10**6 + seed * 10**4
     module.eval()
-    for index in range(episodes):
-        obs, info = env.reset(seed=10**6 + seed * 10**4 + index)
-        total, won, puzzle = 0.0, None, info.get("puzzle_type")
-        for _ in range(max_steps):
-            with torch.no_grad():
-                logits = module.agent(torch.as_tensor(np.asarray(obs)[None]))[0][0]
-            action = int(torch.multinomial(torch.softmax(logits, -1), 1, generator=generator))
-            obs, reward, terminated, truncated, info = env.step(action)
-            total += float(reward)
-            if terminated or truncated:
-                won = info.get("win")
-                puzzle = info.get("puzzle_type", puzzle)
-                break
-        outcomes.append((total, won, None if puzzle is None else str(puzzle)))
+
+    def act(obs: Any) -> np.ndarray:
+        with torch.no_grad():
+            logits = module.agent(torch.as_tensor(np.asarray(obs)))[0]  # [B, A]
+        return torch.multinomial(torch.softmax(logits, -1), 1, generator=generator)[:, 0].numpy()
+
+    outcomes: list[Outcome] = []
+    if getattr(task, "has_vector_env", False):
+        while len(outcomes) < episodes:
+            boards = min(EVAL_BOARDS, episodes - len(outcomes))
+            outcomes += _play_wave(task, act, boards, first_seed + len(outcomes), max_steps)
+    else:
+        env = task.env_creator(task.env_config())
+        for index in range(episodes):
+            obs, info = env.reset(seed=first_seed + index)
+            total, won, puzzle = 0.0, None, info.get("puzzle_type")
+            for _ in range(max_steps):
+                obs, reward, terminated, truncated, info = env.step(int(act(obs[None])[0]))
+                total += float(reward)
+                if terminated or truncated:
+                    won, puzzle = info.get("win"), info.get("puzzle_type", puzzle)
+                    break
+            outcomes.append((total, won, None if puzzle is None else str(puzzle)))
+        env.close()
+    return _summarise(outcomes, episodes, getattr(task, "reports_wins", False))
+
+
+def _play_wave(task: Any, act: Any, boards: int, first_seed: int, max_steps: int) -> list[Outcome]:
+    """One episode on each of ``boards`` boards of the task's batched env (board i: seed first_seed + i)."""
+    import numpy as np
+
+    env = task.env_creator({**task.env_config(), "num_envs": boards})
+    obs, infos = env.reset(seed=first_seed)
+    puzzles = [str(p) for p in infos["puzzle_type"]] if "puzzle_type" in infos else [None] * boards
+    totals, wins = np.zeros(boards), [None] * boards
+    running = np.ones(boards, dtype=bool)
+    for _ in range(max_steps):
+        obs, rewards, terminated, truncated, infos = env.step(act(obs))
+        totals += np.where(running, rewards, 0.0)
+        ended = running & (terminated | truncated)
+        for board in np.flatnonzero(ended):
+            wins[board] = bool(infos["win"][board]) if "win" in infos else None
+        running &= ~ended
+        if not running.any():
+            break
     env.close()
+    return [(float(totals[i]), wins[i], puzzles[i]) for i in range(boards)]
+
+
+def _summarise(outcomes: list[Outcome], episodes: int, reports_wins: bool) -> dict[str, float]:
+    import numpy as np
+
     out = {"eval/episode_return": float(np.mean([o[0] for o in outcomes])), "eval/episodes": float(episodes)}
-    if getattr(task, "reports_wins", False) or any(o[1] is not None for o in outcomes):
+    if reports_wins or any(o[1] is not None for o in outcomes):
         # an env with wins: an episode unfinished after max_steps is lost
         out["eval/win_rate"] = float(np.mean([bool(o[1]) for o in outcomes]))
         for puzzle in sorted({o[2] for o in outcomes if o[2] is not None}):
