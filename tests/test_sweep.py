@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from harness.errors import UserError
-from harness.runners.tune import load_sweep, trial_overrides
+from harness.runners.tune import load_sweep, trial_bundles, trial_overrides
 from tests.conftest import ROOT, requires_loopback_only, run_cli_loopback
 
 
@@ -66,3 +66,11 @@ def test_sweep_of_two_models_and_two_seeds_fills_the_store_and_a_failing_trial_i
     assert "tpr_rnn" in index and "lstm" in index
     for r in results:
         assert (site / "runs" / f"{r['run_id']}.html").exists()
+
+
+def test_rl_trials_reserve_a_cpu_for_each_env_runner():
+    """RLlib places its EnvRunners in the trial's placement group: bundle 0 is the trial (driver and
+    learner), then one bundle per runner. Supervised trials keep a plain CPU request."""
+    rl_sweep = load_sweep(ROOT / "sweeps" / "simplicial_bridge_boxworld.yaml")
+    assert trial_bundles(rl_sweep) == [{"CPU": 1.0}, {"CPU": 1.0}]
+    assert trial_bundles(load_sweep(ROOT / "sweeps" / "babi_smoke.yaml")) is None

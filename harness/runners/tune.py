@@ -116,6 +116,18 @@ def trial_overrides(sweep: Sweep, trial: dict[str, Any]) -> list[str]:
             f"tracking.tags=[sweep-{sweep.name}]"]
 
 
+def trial_bundles(sweep: Sweep) -> list[dict[str, float]] | None:
+    """For RL sweeps, the placement group one trial needs: the trial's own process (RLlib's driver and
+    local learner) plus one CPU per EnvRunner, in the order RLlib fills it; None for supervised sweeps."""
+    from harness.config import compose
+
+    composed = compose(sweep.task, sweep.models[0], sweep.profile, list(sweep.overrides))
+    if composed.task.kind != "rl":
+        return None
+    runners = int(composed.cfg.rl.num_env_runners)
+    return [{"CPU": float(sweep.cpus_per_trial)}] + [{"CPU": 1.0}] * runners
+
+
 def _run_trial(trial: dict[str, Any], sweep: Sweep, env: dict[str, str]) -> None:
     """One trial, inside a Ray worker: an ordinary harness run, then its results reported to Tune."""
     import traceback
@@ -154,8 +166,9 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     with ray_session():
         from ray import tune  # after ray_session has set Ray's environment
 
-        trainable = tune.with_resources(tune.with_parameters(_run_trial, sweep=sweep, env=env),
-                                        {"cpu": sweep.cpus_per_trial})
+        bundles = trial_bundles(sweep)
+        resources: Any = {"cpu": sweep.cpus_per_trial} if bundles is None else tune.PlacementGroupFactory(bundles)
+        trainable = tune.with_resources(tune.with_parameters(_run_trial, sweep=sweep, env=env), resources)
         tuner = tune.Tuner(
             trainable,
             param_space=_tune_space(sweep),
@@ -168,5 +181,5 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
         for result in grid:
             metrics = result.metrics or {}
             rows.append({"run_id": metrics.get("run_id"), "status": metrics.get("status", "failed"),
-                         "metrics": {k: v for k, v in metrics.items() if "/" in k and k.startswith("test")}})
+                         "metrics": {k: v for k, v in metrics.items() if "/" in k and k.startswith(("test", "eval/"))}})
         return sorted(rows, key=lambda row: str(row["run_id"]))
