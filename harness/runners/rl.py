@@ -128,6 +128,12 @@ def _restore(algo: Any, run: Run) -> bool:
     return True
 
 
+def _median_rate(curves: CurveWriter) -> dict[str, float]:
+    """Median env steps/s over every iteration in the curve, earlier attempts of a resumed run included."""
+    rates = sorted(row["perf/env_steps_per_s"] for row in curves.rows if "perf/env_steps_per_s" in row)
+    return {"env_steps_per_s": rates[len(rates) // 2]} if rates else {}
+
+
 def _record(run: Run, results: dict[str, Any], **fields: Any) -> None:
     """Progress into results.json now and into the launcher's copy, which it writes last."""
     results.update(fields)
@@ -186,7 +192,6 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
                 iteration = int(results.get("iterations") or (curves.rows[-1]["epoch"] if curves.rows else 0))
             started = time.perf_counter()
             last_row: dict[str, float] = {}
-            rates: list[float] = []
             recent_wins: list[float] = []  # the last STOP_WINDOW iterations' training win rates
             stop_reason = "env steps"
             try:
@@ -199,7 +204,6 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
                     new_steps = env_steps(result)
                     rate = (new_steps - steps) / elapsed if elapsed > 0 else 0.0
                     steps, iteration = new_steps, iteration + 1
-                    rates.append(rate)
                     last_row = {**iteration_row(result), "perf/env_steps_per_s": rate}
                     curves.append(steps, iteration, last_row)
                     tracker.log(last_row, step=steps)
@@ -239,7 +243,7 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
         "env_steps": steps,
         "iterations": iteration,
         "stop_reason": stop_reason,
-        "throughput": {"env_steps_per_s": sorted(rates)[len(rates) // 2]} if rates else {},
+        "throughput": _median_rate(curves),
         "train_time_s": trained_before + time.perf_counter() - started,
     }
 

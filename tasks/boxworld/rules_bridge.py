@@ -13,6 +13,7 @@ import numpy as np
 from tasks.boxworld.bridge import DELTAS
 from tasks.boxworld.level import EMPTY, GEM, KEY0, LOCK0, WALL, Level, move_table
 from tasks.boxworld.palette import BRIDGE_EMPTY, BRIDGE_PLAYER
+from tasks.boxworld.rules_base import BatchedRules
 
 NONE = -1
 
@@ -23,7 +24,7 @@ def _first(inventory: np.ndarray, colours: np.ndarray) -> np.ndarray:
     return match & (np.cumsum(match, axis=1) == 1)
 
 
-class BridgeRules:
+class BridgeRules(BatchedRules):
     """Per-board state: cell codes, lock tables [B, N], player cell [B], inventory [B, CAP] and its length [B]."""
 
     info_keys = ("puzzle_type", "solution_length", "has_bridge", "bridge_source", "bridge_target", "num_decoy_paths")
@@ -32,7 +33,7 @@ class BridgeRules:
         self.height, self.width = rows, cols + 1
         cells = rows * self.width
         shape = (num_envs, cells)
-        self.cells = np.zeros(shape, dtype=np.int8)  # [B, N] codes
+        super().__init__(num_envs, cells)
         self.need1 = np.full(shape, NONE, dtype=np.int8)  # [B, N] first lock colour of the lock cell's box
         self.need2 = np.full(shape, NONE, dtype=np.int8)  # [B, N] second lock colour (two-lock gem box)
         self.give1 = np.full(shape, NONE, dtype=np.int8)  # [B, N] first content colour
@@ -43,22 +44,10 @@ class BridgeRules:
         self.inventory = np.full((num_envs, capacity), NONE, dtype=np.int64)  # [B, CAP]
         self.count = np.zeros(num_envs, dtype=np.int64)  # [B]
         self.inventory_cells = np.arange(rows, dtype=np.int64) * self.width + cols  # [rows]
-        self.pos = np.zeros(num_envs, dtype=np.int64)  # [B]
         self.moves = np.array(
             move_table(rows, self.width, (0, 0, cols - 1, rows - 1), DELTAS), dtype=np.int64
         ).reshape(cells, 4)
-        self._base = np.arange(num_envs, dtype=np.int64) * cells  # [B] offset of each board's first cell
-        self._cells1 = self.cells.reshape(-1)  # [B * N] view
         self._identity = np.arange(cells, dtype=np.int64)
-        self.flat = np.zeros((num_envs, cells, 3), dtype=np.uint8)
-        self._pixels = self.flat.reshape(-1, 3)
-        self.palette = np.zeros((num_envs, 1, 3), dtype=np.uint8)
-
-    def bind(self, flat: np.ndarray, palette: np.ndarray) -> None:
-        """Share the env's observation view uint8 [B, N, 3] and palettes uint8 [B, N_CODES, 3]."""
-        self.flat, self.palette = flat, palette
-        self._pixels = flat.reshape(-1, 3)  # [B * N, 3] view
-        assert np.shares_memory(self._pixels, flat)
 
     def load(self, b: int, level: Level) -> None:
         """Board b starts ``level`` (the env has already drawn its tiles)."""

@@ -12,9 +12,10 @@ import numpy as np
 from tasks.boxworld.classic import DELTAS, NO_KEY
 from tasks.boxworld.level import EMPTY, GEM, KEY0, LOCK0, Level, move_table
 from tasks.boxworld.palette import CLASSIC_BACKGROUND, CLASSIC_BORDER, CLASSIC_PLAYER
+from tasks.boxworld.rules_base import BatchedRules
 
 
-class ClassicRules:
+class ClassicRules(BatchedRules):
     """Per-board state: cell codes int8 [B, N], distractor locks bool [B, N], player cell [B], held key [B]."""
 
     info_keys = ("puzzle_type", "solution_length", "num_distractors", "num_backward")
@@ -22,22 +23,10 @@ class ClassicRules:
     def __init__(self, num_envs: int, n: int) -> None:
         self.height = self.width = size = n + 2
         cells = size * size
-        self.cells = np.zeros((num_envs, cells), dtype=np.int8)  # [B, N]
+        super().__init__(num_envs, cells)
         self.distractor = np.zeros((num_envs, cells), dtype=np.bool_)  # [B, N]
-        self.pos = np.zeros(num_envs, dtype=np.int64)  # [B]
         self.held = np.full(num_envs, NO_KEY, dtype=np.int64)  # [B] colour, -1 = none
         self.moves = np.array(move_table(size, size, (1, 1, n, n), DELTAS), dtype=np.int64).reshape(cells, 4)
-        self._base = np.arange(num_envs, dtype=np.int64) * cells  # [B] offset of each board's first cell
-        self._cells1 = self.cells.reshape(-1)  # [B * N] view
-        self.flat = np.zeros((num_envs, cells, 3), dtype=np.uint8)
-        self._pixels = self.flat.reshape(-1, 3)
-        self.palette = np.zeros((num_envs, 1, 3), dtype=np.uint8)
-
-    def bind(self, flat: np.ndarray, palette: np.ndarray) -> None:
-        """Share the env's observation view uint8 [B, N, 3] and palettes uint8 [B, N_CODES, 3]."""
-        self.flat, self.palette = flat, palette
-        self._pixels = flat.reshape(-1, 3)  # [B * N, 3] view
-        assert np.shares_memory(self._pixels, flat)
 
     def load(self, b: int, level: Level) -> None:
         """Board b starts ``level`` (the env has already drawn its tiles)."""
