@@ -35,7 +35,34 @@ from torch.optim import Optimizer
 from harness.errors import UserError
 
 
-class TF1Nadam(Optimizer):
+class _PerParameterOptimizer(Optimizer):
+    """The loop every hand-written kernel here shares: each parameter with a gradient, its state
+    created on first use; subclasses write ``_init_state`` and ``_update`` (the TF1 kernel)."""
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                state = self.state[param]
+                if not state:
+                    self._init_state(state, param)
+                self._update(param, param.grad, state, group)
+        return loss
+
+    def _init_state(self, state: dict[str, Any], param: torch.Tensor) -> None:
+        raise NotImplementedError
+
+    def _update(self, param: torch.Tensor, grad: torch.Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+
+class TF1Nadam(_PerParameterOptimizer):
     """Adam with TF1's Nesterov update (``tf.contrib.opt.NadamOptimizer``), epsilon outside the sqrt."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
@@ -44,35 +71,24 @@ class TF1Nadam(Optimizer):
             raise ValueError(f"invalid TF1Nadam hyperparameters lr={lr} betas={betas} eps={eps}")
         super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps})
 
-    @torch.no_grad()
-    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                grad = param.grad
-                state = self.state[param]
-                if not state:
-                    state["step"] = 0
-                    state["m"] = torch.zeros_like(param)
-                    state["v"] = torch.zeros_like(param)
-                state["step"] += 1
-                t = state["step"]
-                m, v = state["m"], state["v"]
-                m.mul_(beta1).add_(grad, alpha=1 - beta1)
-                v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                lr_t = group["lr"] * (1 - beta2**t) ** 0.5 / (1 - beta1**t)
-                nesterov = m.mul(beta1).add_(grad, alpha=1 - beta1)
-                param.addcdiv_(nesterov, v.sqrt().add_(group["eps"]), value=-lr_t)
-        return loss
+    def _init_state(self, state: dict[str, Any], param: torch.Tensor) -> None:
+        state["step"] = 0
+        state["m"] = torch.zeros_like(param)
+        state["v"] = torch.zeros_like(param)
+
+    def _update(self, param: torch.Tensor, grad: torch.Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        beta1, beta2 = group["betas"]
+        state["step"] += 1
+        t = state["step"]
+        m, v = state["m"], state["v"]
+        m.mul_(beta1).add_(grad, alpha=1 - beta1)
+        v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        lr_t = group["lr"] * (1 - beta2**t) ** 0.5 / (1 - beta1**t)
+        nesterov = m.mul(beta1).add_(grad, alpha=1 - beta1)
+        param.addcdiv_(nesterov, v.sqrt().add_(group["eps"]), value=-lr_t)
 
 
-class TF1RMSProp(Optimizer):
+class TF1RMSProp(_PerParameterOptimizer):
     """``tf.train.RMSPropOptimizer`` (uncentered): mean square initialised to 1, epsilon inside the sqrt."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, decay: float = 0.9, momentum: float = 0.0,
@@ -81,26 +97,15 @@ class TF1RMSProp(Optimizer):
             raise ValueError(f"invalid TF1RMSProp hyperparameters lr={lr} decay={decay} momentum={momentum} eps={eps}")
         super().__init__(params, {"lr": lr, "decay": decay, "momentum": momentum, "eps": eps})
 
-    @torch.no_grad()
-    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                grad = param.grad
-                state = self.state[param]
-                if not state:
-                    state["ms"] = torch.ones_like(param)
-                    state["mom"] = torch.zeros_like(param)
-                ms, mom = state["ms"], state["mom"]
-                ms.mul_(group["decay"]).addcmul_(grad, grad, value=1 - group["decay"])
-                mom.mul_(group["momentum"]).addcdiv_(grad, ms.add(group["eps"]).sqrt_(), value=group["lr"])
-                param.sub_(mom)
-        return loss
+    def _init_state(self, state: dict[str, Any], param: torch.Tensor) -> None:
+        state["ms"] = torch.ones_like(param)
+        state["mom"] = torch.zeros_like(param)
+
+    def _update(self, param: torch.Tensor, grad: torch.Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+        ms, mom = state["ms"], state["mom"]
+        ms.mul_(group["decay"]).addcmul_(grad, grad, value=1 - group["decay"])
+        mom.mul_(group["momentum"]).addcdiv_(grad, ms.add(group["eps"]).sqrt_(), value=group["lr"])
+        param.sub_(mom)
 
 
 OPTIMIZERS = ("adam", "adamw", "tf1_nadam", "tf1_rmsprop", "sgd")

@@ -76,8 +76,6 @@ def iteration_row(result: dict[str, Any]) -> dict[str, float]:
         if key == "win_rate" or key.startswith("win_rate/"):
             if (number := _number(value)) is not None:
                 row[f"train/{key}"] = number
-        elif key == "win_rate" and isinstance(value, dict):
-            pass
     nested = runners.get("win_rate")
     if isinstance(nested, dict):  # "win_rate/2-1-0" logged as a nested key
         for puzzle, value in nested.items():
