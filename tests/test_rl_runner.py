@@ -37,7 +37,7 @@ def test_iteration_rows_flatten_rllib_results():
         "num_env_steps_sampled_lifetime": np.int64(4000),
         "env_runners": {"episode_return_mean": np.float32(3.5), "episode_len_mean": 12.0, "win_rate": 0.25,
                         "win_rate/1-0-0": 0.5, "num_episodes_lifetime": 40},
-        "learners": {"default_policy": {"total_loss": 1.5, "entropy": 1.2, "mean_vf_loss": 0.3,
+        "learners": {"default_policy": {"total_loss": 1.5, "entropy": 1.2, "mean_vf_loss": 0.3, "vf_loss": 96.0,
                                         "num_trainable_parameters": float("nan")}},
     }
     row = iteration_row(result)

@@ -49,7 +49,7 @@ _LEARNER_KEYS = {
     "total_loss": "learner/total_loss",
     "mean_pi_loss": "learner/pi_loss",
     "mean_vf_loss": "learner/vf_loss",
-    "policy_loss": "learner/pi_loss",
+    "policy_loss": "learner/pi_loss",  # PPO's names (already means)
     "vf_loss": "learner/vf_loss",
     "entropy": "learner/entropy",
     "gradients_default_optimizer_global_norm": "learner/grad_norm",
@@ -82,8 +82,8 @@ def iteration_row(result: dict[str, Any]) -> dict[str, float]:
             if (number := _number(value)) is not None:
                 row[f"train/win_rate/{puzzle}"] = number
     policy = (result.get("learners") or {}).get("default_policy") or {}
-    for key, name in _LEARNER_KEYS.items():
-        if (value := _number(policy.get(key))) is not None:
+    for key, name in _LEARNER_KEYS.items():  # the first key present wins: IMPALA's means before its sums
+        if name not in row and (value := _number(policy.get(key))) is not None:
             row[name] = value
     return row
 
