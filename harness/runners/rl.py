@@ -186,7 +186,7 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
             curves.truncate_after(steps)
             if resumed:
                 print(f"resumed from {_checkpoint_path(run)} at {steps:,} env steps", flush=True)
-            results["parameters"] = sum(p.numel() for p in _trained_module(algo).parameters())
+            results["parameters"] = sum(p.numel() for p in algo.get_module().parameters())  # the learner's shapes
             iteration = 0
             if resumed:
                 iteration = int(results.get("iterations") or (curves.rows[-1]["epoch"] if curves.rows else 0))
