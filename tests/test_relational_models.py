@@ -300,3 +300,37 @@ def test_a_new_central_module_joins_by_one_registry_entry(monkeypatch):
     assert model(images(), torch.tensor([0, 1, 0, 1])).shape == (4, 2)
     with pytest.raises(ValueError, match="model.central"):
         build_central("tiny_typo", N, D, cfg)
+
+
+@pytest.mark.parametrize("name", ["predinet", "mha"])
+def test_head_pruning_from_cached_central_outputs_matches_masked_forward_passes(name):
+    """The pruning curve reuses one unmasked pass of encoder and central module; each subset's accuracy
+    must equal a full forward pass with ``central.head_mask`` set to that subset."""
+    import numpy as np
+
+    from harness.data import TensorDictDataset
+    from harness.runners.analysis import head_pruning
+
+    torch.manual_seed(0)
+    model = ImageRelationalModel(model_cfg(name), {**INFO, "num_tasks": 3}).eval()
+    n = 60
+    data = {"image": images(n, seed=1), "task_id": torch.arange(n) % 3, "target": torch.randint(0, 2, (n,))}
+    with torch.no_grad():  # labels from the model itself, so that accuracy depends on the heads kept
+        data["target"] = model(data["image"], data["task_id"]).argmax(-1)
+    dataset = TensorDictDataset(data)
+    curve = head_pruning(model, dataset, subsets=3, seed=7, batch_size=25)["curve"]
+    rng = np.random.default_rng(7)
+    heads = model.central.heads
+    with torch.no_grad():
+        for point in curve:
+            accs = []
+            for _ in range(3 if point["heads"] < heads else 1):
+                mask = torch.zeros(heads)
+                mask[rng.choice(heads, size=point["heads"], replace=False)] = 1.0
+                model.central.head_mask = mask
+                logits = model(data["image"], data["task_id"])
+                accs.append(float((logits.argmax(-1) == data["target"]).float().mean()))
+            assert point["mean"] == pytest.approx(float(np.mean(accs)), abs=1e-6)
+            assert point["best"] == pytest.approx(max(accs), abs=1e-6)
+    model.central.head_mask = None
+    assert curve[-1]["mean"] == 1.0  # every head kept: the unmasked model, which made the labels

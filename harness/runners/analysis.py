@@ -29,15 +29,6 @@ def _inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 @torch.no_grad()
-def _accuracy(model: nn.Module, dataset: TensorDictDataset, batch_size: int) -> float:
-    correct = 0
-    for start in range(0, len(dataset), batch_size):
-        batch = dataset.__getitems__(list(range(start, min(start + batch_size, len(dataset)))))
-        correct += int((model(**_inputs(batch)).argmax(-1) == batch[TARGET]).sum())
-    return correct / len(dataset)
-
-
-@torch.no_grad()
 def save_attention(model: nn.Module, dataset: TensorDictDataset, n_images: int, path: Path) -> None:
     batch = dataset.__getitems__(list(range(min(n_images, len(dataset)))))
     model(**_inputs(batch))
@@ -49,25 +40,45 @@ def save_attention(model: nn.Module, dataset: TensorDictDataset, n_images: int, 
 
 
 @torch.no_grad()
+def _central_outputs(model: nn.Module, dataset: TensorDictDataset,
+                     batch_size: int) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """Every example's central-module output R* [n, out_dim] with all heads kept, its task ids [n] (or None)
+    and its targets [n]: the parts of the forward pass that a head mask does not change."""
+    outputs, task_ids, targets = [], [], []
+    for start in range(0, len(dataset), batch_size):
+        batch = dataset.__getitems__(list(range(start, min(start + batch_size, len(dataset)))))
+        outputs.append(model.central(model.encoder(batch["image"])))  # type: ignore[operator]
+        if batch.get("task_id") is not None:
+            task_ids.append(batch["task_id"])
+        targets.append(batch[TARGET])
+    return torch.cat(outputs), (torch.cat(task_ids) if task_ids else None), torch.cat(targets)
+
+
+@torch.no_grad()
 def head_pruning(model: nn.Module, dataset: TensorDictDataset, subsets: int, seed: int,
                  batch_size: int) -> dict[str, Any]:
-    """Accuracy with random subsets of q heads kept, q = 1..k (S2.3: 100 subsets per q)."""
+    """Accuracy with random subsets of q heads kept, q = 1..k (S2.3: 100 subsets per q).
+
+    A central module's ``head_mask`` scales each head's block of R* = [R^1, ..., R^k] after everything
+    else it computes, so a masked R* is the unmasked one times the mask repeated over each block. The
+    encoder and central module therefore run once; each subset re-runs only the output MLP.
+    """
     central = model.central  # type: ignore[union-attr]
     heads = int(central.heads)
+    features, task_ids, targets = _central_outputs(model, dataset, batch_size)  # [n, k * d]
+    block = features.shape[1] // heads
     rng = np.random.default_rng(seed)
     curve = []
-    try:
-        for q in range(1, heads + 1):
-            accs = []
-            for _ in range(subsets if q < heads else 1):
-                mask = torch.zeros(heads)
-                mask[rng.choice(heads, size=q, replace=False)] = 1.0
-                central.head_mask = mask
-                accs.append(_accuracy(model, dataset, batch_size))
-            curve.append({"heads": q, "mean": float(np.mean(accs)), "best": float(np.max(accs)),
-                          "subsets": len(accs)})
-    finally:
-        central.head_mask = None
+    for q in range(1, heads + 1):
+        accs = []
+        for _ in range(subsets if q < heads else 1):
+            mask = torch.zeros(heads)
+            mask[rng.choice(heads, size=q, replace=False)] = 1.0
+            masked = features * mask.repeat_interleave(block).to(features)[None, :]  # [n, k * d]
+            logits = model.head(masked, task_ids)  # type: ignore[operator]
+            accs.append(float((logits.argmax(-1) == targets).float().mean()))
+        curve.append({"heads": q, "mean": float(np.mean(accs)), "best": float(np.max(accs)),
+                      "subsets": len(accs)})
     return {"split_size": len(dataset), "curve": curve}
 
 
@@ -88,7 +99,7 @@ def run_analysis(model: nn.Module, splits: dict[str, TensorDictDataset], cfg: An
     try:
         save_attention(model, dataset, int(cfg.analysis.attention_images), out_dir / "attention.npz")
         summary["files"].append("analysis/attention.npz")
-        if hasattr(central, "head_mask") and hasattr(central, "heads"):
+        if hasattr(central, "head_mask") and hasattr(central, "heads") and hasattr(model, "head"):
             pruning = head_pruning(model, dataset, int(cfg.analysis.pruning_subsets), int(cfg.seed),
                                    int(cfg.train.eval_batch_size))
             atomic_write_text(out_dir / "head_pruning.json", json.dumps(pruning, indent=1) + "\n")
