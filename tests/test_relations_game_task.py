@@ -35,6 +35,7 @@ def _dirs(tmp_path, monkeypatch):
         ({"tasks": []}, "task.tasks is empty"),
         ({"tasks": ["same", "between"], "n_val": 1}, "bad value for 'task.n_val'"),
         ({"tasks": ["same"], "task_vocabulary": ["between"]}, "task.task_vocabulary lacks same"),
+        ({"tasks": ["colour_shape"], "train_set": "stripes"}, "task.train_set 'stripes' cannot draw colour_shape"),
     ],
 )
 def test_bad_settings_are_user_errors(settings, message):
@@ -50,6 +51,18 @@ def test_splits_shapes_and_held_out_sets():
     assert set(data.extra_test) >= {"hexominoes", "stripes"}
     assert data.info == {"image_shape": (36, 36, 3), "num_classes": 2, "num_tasks": 1, "tasks": ["same"]}
     assert "generator: Relations Game same" in data.source
+
+
+def test_stripes_test_only_the_tasks_they_can_draw():
+    """colour_shape needs two shapes and stripes have one: the paper reports it on hexominoes only."""
+    alone = RelationsGameTask(cfg(tasks=["colour_shape"])).load()
+    assert "hexominoes" in alone.extra_test and "stripes" not in alone.extra_test
+    assert "not tested (the object set has one shape): colour_shape on stripes" in alone.source
+    mixed = RelationsGameTask(cfg(tasks=["colour_shape", "same"])).load()
+    stripes = mixed.extra_test["stripes"].__getitems__(list(range(12)))
+    assert stripes["task_id"].tolist() == [1] * 12  # only 'same' examples
+    hexominoes = mixed.extra_test["hexominoes"].__getitems__(list(range(12)))
+    assert sorted(set(hexominoes["task_id"].tolist())) == [0, 1]
 
 
 def test_multi_task_ids_follow_the_vocabulary_and_data_is_cached():

@@ -59,8 +59,8 @@ import numpy as np
 from tasks.relations_game.shapes import OBJECT_PX, OBJECT_SETS, ObjectTable, object_table
 
 __all__ = [
-    "GENERATOR_VERSION", "OBJECT_SETS", "PATTERNS", "TASKS", "Scenes", "generate", "generate_scenes", "object_table",
-    "render",
+    "GENERATOR_VERSION", "OBJECT_SETS", "PATTERNS", "TASKS", "Scenes", "can_draw", "generate", "generate_scenes",
+    "object_table", "render",
 ]
 
 # Bump when the generated data changes for a given seed: cached data sets are keyed by it.
@@ -190,6 +190,12 @@ def _pair(labels: np.ndarray, kind: np.ndarray, s: _Sampler, rng: np.random.Gene
 def _same(labels: np.ndarray, s: _Sampler, rng: np.random.Generator) -> np.ndarray:
     kind = np.where(labels == 1, IDENTICAL, s.kinds[rng.integers(len(s.kinds), size=len(labels))])
     return _pair(labels, kind, s, rng)
+
+
+def can_draw(task: str, object_set: str) -> bool:
+    """Whether ``object_set`` has the objects ``task`` needs: 'colour_shape' needs two shapes, which the
+    stripes set (one shape in many colourings) lacks; the paper reports that task on hexominoes only."""
+    return task != "colour_shape" or object_table(object_set).n_shapes >= 2
 
 
 def _colour_shape(labels: np.ndarray, s: _Sampler, rng: np.random.Generator) -> np.ndarray:

@@ -25,7 +25,7 @@ from harness.data import TaskData, TensorDictDataset
 from harness.errors import UserError
 from harness.paths import cache_dir, data_dir
 from harness.runs import atomic_write
-from tasks.relations_game.generator import GENERATOR_VERSION, OBJECT_SETS, TASKS, generate
+from tasks.relations_game.generator import GENERATOR_VERSION, OBJECT_SETS, TASKS, can_draw, generate
 from tasks.relations_game.real_data import MINI_SETS, load_mini
 
 IMAGE_SHAPE = (36, 36, 3)
@@ -56,6 +56,10 @@ class RelationsGameTask:
             for name in sets:
                 if name not in OBJECT_SETS:
                     raise UserError(f"bad value in '{key}': {name!r}; one of {', '.join(OBJECT_SETS)}")
+        undrawable = [name for name in self.tasks if not can_draw(name, str(self.cfg.train_set))]
+        if undrawable:
+            raise UserError(f"task.train_set {self.cfg.train_set!r} cannot draw {', '.join(undrawable)} "
+                            "(it needs two shapes); train on pentominoes or hexominoes")
         for key in ("n_train", "n_val", "n_test"):
             if int(self.cfg[key]) < len(self.tasks):
                 raise UserError(f"bad value for 'task.{key}': {self.cfg[key]} (at least one example per task)")
@@ -64,13 +68,14 @@ class RelationsGameTask:
         return "generator"
 
     # generated splits --------------------------------------------------------------------------
-    def _split(self, split: str, object_set: str, n: int) -> dict[str, np.ndarray]:
-        """``n`` examples spread evenly over the run's tasks, each part cached as its own file."""
-        counts = [n // len(self.tasks) + (1 if i < n % len(self.tasks) else 0) for i in range(len(self.tasks))]
-        parts = [self._cached(name, split, object_set, count) for name, count in zip(self.tasks, counts, strict=True)]
+    def _split(self, split: str, object_set: str, n: int, tasks: list[str] | None = None) -> dict[str, np.ndarray]:
+        """``n`` examples spread evenly over ``tasks`` (default: the run's), each part cached as its own file."""
+        tasks = tasks or self.tasks
+        counts = [n // len(tasks) + (1 if i < n % len(tasks) else 0) for i in range(len(tasks))]
+        parts = [self._cached(name, split, object_set, count) for name, count in zip(tasks, counts, strict=True)]
         images = np.concatenate([p["images"] for p in parts])
         labels = np.concatenate([p["labels"] for p in parts]).astype(np.int64)
-        ids = [self.vocabulary.index(name) for name in self.tasks]
+        ids = [self.vocabulary.index(name) for name in tasks]
         task_id = np.concatenate([np.full(len(p["labels"]), i, dtype=np.int64)
                                   for i, p in zip(ids, parts, strict=True)])
         return {"image": images, "task_id": task_id, "target": labels}
@@ -115,11 +120,18 @@ class RelationsGameTask:
             "val": self._split("val", train_set, n_val),
             "test": self._split("test", train_set, n_test),
         }
-        extra = {str(s): self._split("test", str(s), n_test) for s in self.cfg.test_sets if s != train_set}
+        extra, skipped = {}, []
+        for object_set in (str(s) for s in self.cfg.test_sets if s != train_set):
+            drawable = [name for name in self.tasks if can_draw(name, object_set)]
+            if drawable:
+                extra[object_set] = self._split("test", object_set, n_test, drawable)
+            skipped += [f"{name} on {object_set}" for name in self.tasks if name not in drawable]
         real = self._real_sets() if self.cfg.real_sets else {}
         extra.update(real)
         source = (f"generator: Relations Game {'+'.join(self.tasks)}, seed {self.cfg.data_seed}, {n_train} "
                   f"{train_set} training images (cached in {cache_dir() / 'relations_game'})")
+        if skipped:
+            source += f"; not tested (the object set has one shape): {', '.join(skipped)}"
         if real:
             source += f"; real mini sets from {data_dir() / 'relations_game'}: {', '.join(sorted(real))}"
         info = {
