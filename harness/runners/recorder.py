@@ -9,6 +9,7 @@ dropped and the epoch is trained again, exactly as before.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from typing import Any
@@ -17,6 +18,7 @@ import lightning.pytorch as pl
 import torch
 
 from harness.data import TARGET
+from harness.errors import DivergedError
 from harness.runs import CurveWriter, Run
 
 
@@ -53,8 +55,9 @@ class RunRecorder(pl.Callback):
         self._train_seconds = time.perf_counter() - self._epoch_start
         self._examples += int(batch[TARGET].shape[0])
         self._batches += 1
-        metrics = trainer.callback_metrics
-        loss, acc = _scalar(metrics["train/loss"]), _scalar(metrics["train/acc"])
+        loss, acc = (_scalar(value) for value in pl_module.last_train_step)
+        if not math.isfinite(loss):
+            raise DivergedError(f"non-finite training loss ({loss}) at step {trainer.global_step}")
         self._loss_sum += loss
         self._acc_sum += acc
         step = trainer.global_step
