@@ -63,6 +63,8 @@ perf: $(STAMP)
 	@tail -n 1 bench/boxworld_env.log > bench/boxworld_env.json
 	$(BIN)/python -m models.agents.bench_agents | tee bench/agents.log
 	@tail -n 1 bench/agents.log > bench/agents.json
+	$(BIN)/python -m models.relational.bench_models | tee bench/relations_models.log
+	@tail -n 1 bench/relations_models.log > bench/relations_models.json
 
 # Upload offline W&B runs (needs network and `wandb login`).
 sync: $(STAMP)

@@ -14,26 +14,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
-from pathlib import Path
+from collections.abc import Callable
 
 import torch
-import yaml
-from omegaconf import OmegaConf
 
 from models.agents.shell import AgentShell
+from models.relational.shipped import shipped_model_cfg
+from models.step_timing import median_step_ms
 
 AGENTS = ("relational", "simplicial")
 OBSERVATION = (7, 10, 3)
 NUM_ACTIONS = 4
-MODELS_DIR = Path(__file__).resolve().parents[1] / "relational"
-
-
-def model_cfg(name: str) -> object:
-    """The shipped model config node of ``models/relational/<name>.yaml``."""
-    return OmegaConf.create(yaml.safe_load((MODELS_DIR / f"{name}.yaml").read_text())["config"]["model"])
-
 
 def actor_critic_loss(logits: torch.Tensor, value: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor,
                       returns: torch.Tensor) -> torch.Tensor:
@@ -46,26 +37,20 @@ def actor_critic_loss(logits: torch.Tensor, value: torch.Tensor, actions: torch.
 
 def time_steps(agents: dict[str, AgentShell], batch: int, repeats: int, warmup: int,
                device: torch.device) -> dict[str, float]:
-    """Median milliseconds of one forward + backward pass of each agent on the same random batch; the agents
-    take turns step by step, so that a load on the machine slows them alike."""
+    """Median milliseconds of one forward + backward pass of each agent on the same random batch."""
     gen = torch.Generator().manual_seed(batch)
     obs = torch.randint(0, 256, (batch, *OBSERVATION), dtype=torch.uint8, generator=gen).to(device)
     actions = torch.randint(0, NUM_ACTIONS, (batch,), generator=gen).to(device)
     advantages, returns = torch.randn(batch, generator=gen).to(device), torch.randn(batch, generator=gen).to(device)
-    times: dict[str, list[float]] = {name: [] for name in agents}
-    for step in range(warmup + repeats):
-        for name, agent in agents.items():
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            start = time.perf_counter()
+
+    def gradient_step(agent: AgentShell) -> Callable[[], None]:
+        def step() -> None:
             agent.zero_grad(set_to_none=True)
             logits, value = agent(obs)
             actor_critic_loss(logits, value, actions, advantages, returns).backward()
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            if step >= warmup:
-                times[name].append((time.perf_counter() - start) * 1000.0)
-    return {name: statistics.median(values) for name, values in times.items()}
+        return step
+
+    return median_step_ms({name: gradient_step(agent) for name, agent in agents.items()}, repeats, warmup, device)
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
@@ -79,7 +64,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     torch.manual_seed(0)
-    agents = {name: AgentShell(model_cfg(name), None, OBSERVATION, NUM_ACTIONS).to(device) for name in AGENTS}
+    agents = {name: AgentShell(shipped_model_cfg(name), None, OBSERVATION, NUM_ACTIONS).to(device) for name in AGENTS}
     figures: dict[str, object] = {"device": str(device), "threads": args.threads, "observation": list(OBSERVATION),
                                   "repeats": args.repeats, "torch": torch.__version__, "ms": {}, "ratio": {}}
     for batch in args.batch_sizes:

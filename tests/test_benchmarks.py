@@ -1,0 +1,20 @@
+"""The model benchmarks behind `make perf` run and report every figure they promise (tiny settings)."""
+
+from __future__ import annotations
+
+from models.agents import bench_agents
+from models.relational import bench_models
+
+
+def test_relations_game_model_benchmark_reports_each_model():
+    figures = bench_models.main(["--models", "mlp1", "predinet", "--repeats", "2", "--warmup", "1"])
+    assert set(figures["ms_per_step"]) == {"mlp1", "predinet"}
+    assert all(ms > 0 for ms in figures["ms_per_step"].values())
+    for name, ms in figures["ms_per_step"].items():
+        assert abs(figures["minutes_per_100k_batches"][name] - ms * 100_000 / 60_000) < 0.06
+
+
+def test_agent_benchmark_reports_both_agents_and_their_ratio():
+    figures = bench_agents.main(["--batch-sizes", "4", "--repeats", "1", "--warmup", "0", "--threads", "1"])
+    assert set(figures["ms"]["4"]) == {"relational", "simplicial"}
+    assert figures["ratio"]["4"] > 0
