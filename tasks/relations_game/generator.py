@@ -199,8 +199,6 @@ def can_draw(task: str, object_set: str) -> bool:
 
 
 def _colour_shape(labels: np.ndarray, s: _Sampler, rng: np.random.Generator) -> np.ndarray:
-    if s.table.n_shapes < 2:
-        raise ValueError(f"task 'colour_shape' needs several shapes; object set {s.table.name!r} has one")
     return _pair(labels, labels, s, rng)
 
 
@@ -279,6 +277,8 @@ def _check(task: str, object_set: str) -> None:
         raise ValueError(f"unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
     if object_set not in OBJECT_SETS:
         raise ValueError(f"unknown object set {object_set!r}; valid object sets: {', '.join(OBJECT_SETS)}")
+    if not can_draw(task, object_set):
+        raise ValueError(f"task {task!r} needs several shapes; object set {object_set!r} has one")
 
 
 def generate_scenes(task: str, n: int, object_set: str, rng: np.random.Generator) -> Scenes:
