@@ -99,7 +99,9 @@ def run_analysis(model: nn.Module, splits: dict[str, TensorDictDataset], cfg: An
     try:
         save_attention(model, dataset, int(cfg.analysis.attention_images), out_dir / "attention.npz")
         summary["files"].append("analysis/attention.npz")
-        if hasattr(central, "head_mask") and hasattr(central, "heads") and hasattr(model, "head"):
+        prunable = all(hasattr(central, a) for a in ("head_mask", "heads")) and all(
+            hasattr(model, part) for part in ("encoder", "head"))  # head_pruning runs these parts itself
+        if prunable:
             pruning = head_pruning(model, dataset, int(cfg.analysis.pruning_subsets), int(cfg.seed),
                                    int(cfg.train.eval_batch_size))
             atomic_write_text(out_dir / "head_pruning.json", json.dumps(pruning, indent=1) + "\n")
