@@ -22,6 +22,9 @@ def _table(rows: list[list[str]]) -> str:
 
 
 def cmd_list(_: argparse.Namespace) -> int:
+    from harness.config import check_registry
+
+    check_registry()  # every task, model, pair and profile file composes: a typo in any of them fails here
     tasks, models = REGISTRY.tasks, REGISTRY.models
     print("Tasks")
     print(_table([["  name", "interface", "kind", "paper"]]
@@ -124,7 +127,15 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _headline(metrics: dict) -> str:
+    """A run's held-out numbers for a listing: test accuracies, or an RL run's evaluation."""
+    shown = [(k, v) for k, v in sorted(metrics.items()) if k.endswith("/acc") and "test" in k]
+    shown += [(k, v) for k, v in sorted(metrics.items()) if k in ("eval/win_rate", "eval/episode_return")]
+    return "  ".join(f"{k}={v:.4f}" for k, v in shown if isinstance(v, int | float))
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
+    from harness.provenance import stale_files
     from harness.runs import index
 
     rows = [r for r in index(Path(args.runs_dir) if args.runs_dir else None)
@@ -132,13 +143,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not rows:
         print("no runs found")
         return 0
-    table = [["run_id", "status", "metrics"]]
+    table = [["run_id", "status", "held-out metrics"]]
+    stale_count = 0
     for row in rows:
-        metrics = row.get("metrics") or {}
-        shown = "  ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items())
-                          if k.endswith("/acc") and "test" in k)
-        table.append([str(row.get("run_id")), str(row.get("status")), shown])
+        status = str(row.get("status"))
+        code = row.get("code") if isinstance(row.get("code"), dict) else {}
+        if status == "completed" and stale_files(code.get("files")):
+            status, stale_count = "completed, stale", stale_count + 1
+        table.append([str(row.get("run_id")), status, _headline(row.get("metrics") or {})])
     print(_table(table))
+    if stale_count:
+        print(f"stale: the code that computed {stale_count} run(s) has changed since; FORCE=1 reruns one")
     return 0
 
 

@@ -2,34 +2,54 @@
 
 Order, later wins::
 
-    harness/defaults.yaml (+ harness/defaults_rl.yaml for tasks of kind rl)
+    harness/defaults.yaml + harness/defaults_<kind>.yaml          (kind: supervised | rl)
       <- task.yaml `config`  <- model yaml `config`  <- tasks/<task>/pairs/<model>.yaml `config`
       <- harness/profiles/<profile>.yaml <- task / model / pair `profiles.<profile>`
       <- command-line overrides (an OmegaConf dotlist such as ``optim.lr=3e-4 task.babi_id=2``)
 
-The first four layers define keys. Struct mode is switched on before the profile layers, so a profile
-or an override that names a key which does not exist fails with that key's name. Override values are
-checked against the type of the value they replace.
+Struct mode holds from the first layer: the harness defaults define every section and every key of the
+harness's own sections; a task file may add keys only under ``task`` (and ``agent``, for RL tasks), a
+model file only under ``model``. Anything else a layer sets must already exist, so a misspelt key in any
+YAML file or override fails with its name (``harness list`` composes every pair at every profile, so a
+typo in a task or model file fails there).
+
+A run carries only the sections of its kind: ``optim``, ``train``, ``protocol`` and ``analysis`` for
+supervised runs, ``rl`` and ``agent`` for RL runs. A model that serves both kinds (a central module as a
+Relations Game model and as an RL agent's core) keeps its supervised settings in its file; they are left
+out of an RL run's config, where they would do nothing.
+
+Every key is typed (:mod:`harness.schema`): by its default, or by a ``schema`` declaration where the
+default is null or a string. A value of the wrong type, outside its range or not among its choices is a
+one-line error naming the key.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
-from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+import yaml
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from harness import PROJECT_ROOT
 from harness.errors import UserError, did_you_mean
-from harness.registry import REGISTRY, ModelSpec, Registry, TaskSpec
+from harness.registry import KINDS, REGISTRY, ModelSpec, Registry, TaskSpec
+from harness.schema import KeyType, check_value, key_type, leaves, parse_entry
 
 PROFILES = ("smoke", "cpu", "paper")
-DEFAULTS_FILE = PROJECT_ROOT / "harness" / "defaults.yaml"
-RL_DEFAULTS_FILE = PROJECT_ROOT / "harness" / "defaults_rl.yaml"  # merged for tasks of kind rl
-PROFILES_DIR = PROJECT_ROOT / "harness" / "profiles"
+HARNESS_DIR = PROJECT_ROOT / "harness"
+DEFAULT_FILES = {"common": HARNESS_DIR / "defaults.yaml", "supervised": HARNESS_DIR / "defaults_supervised.yaml",
+                 "rl": HARNESS_DIR / "defaults_rl.yaml"}
+SCHEMA_FILE = HARNESS_DIR / "schema.yaml"
+PROFILES_DIR = HARNESS_DIR / "profiles"
+KIND_SECTIONS = {"supervised": ("optim", "train", "protocol", "analysis"), "rl": ("rl", "agent")}
+COMMON_SECTIONS = ("seed", "profile", "task", "model", "data", "tracking")
+SET_BY_HARNESS = ("data.fingerprint", "task.name", "model.name", "profile")  # never from a YAML layer or override
 
 
 @dataclass(frozen=True)
@@ -44,51 +64,162 @@ class Composed:
     def run_id(self) -> str:
         return run_id(self.cfg)
 
+    @property
+    def kind(self) -> str:
+        return self.task.kind
 
-def _pair_layers(task: TaskSpec, model: ModelSpec) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The optional per-cell file `tasks/<task>/pairs/<model>.yaml`: (config, profiles)."""
+
+def _read(path: Path) -> dict[str, Any]:
+    """A YAML mapping (a fresh copy: callers may change it); read once per file and modification time."""
+    return copy.deepcopy(_read_cached(path, path.stat().st_mtime_ns if path.exists() else 0))
+
+
+@cache
+def _read_cached(path: Path, mtime_ns: int) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path}: not valid YAML ({exc.__class__.__name__})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def _defaults(kind: str) -> dict[str, Any]:
+    return {**_read(DEFAULT_FILES["common"]), **_read(DEFAULT_FILES[kind])}
+
+
+@cache
+def _harness_schema() -> dict[str, dict[str, Any]]:
+    where = str(SCHEMA_FILE.relative_to(PROJECT_ROOT))
+    return {key: parse_entry(key, entry, where) for key, entry in _read(SCHEMA_FILE).items()}
+
+
+def _rel(path: Path | None) -> str:
+    if path is None:
+        return "registered spec"
+    try:
+        return str(path.relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _for_kind(layer: Any, kind: str, where: str, serves: tuple[str, ...]) -> dict[str, Any]:
+    """The part of a config layer that applies to runs of ``kind``.
+
+    Sections of another kind that the layer's owner also serves are left out; a section of a kind the
+    owner does not serve, or a section nobody defines, is an error naming the file."""
+    if layer is None:
+        return {}
+    if not isinstance(layer, dict):
+        raise UserError(f"{where}: expected a mapping of config sections, got {type(layer).__name__}")
+    kept: dict[str, Any] = {}
+    for section, value in layer.items():
+        if section in COMMON_SECTIONS or section in KIND_SECTIONS[kind]:
+            kept[section] = value
+            continue
+        owner_kind = next((k for k, sections in KIND_SECTIONS.items() if section in sections), None)
+        if owner_kind is None:
+            known = [*COMMON_SECTIONS, *(s for sections in KIND_SECTIONS.values() for s in sections)]
+            raise UserError(f"{where}: unknown config section '{section}'{did_you_mean(str(section), known)}; "
+                            f"sections: {', '.join(known)}")
+        if owner_kind not in serves:
+            raise UserError(f"{where}: section '{section}' configures {owner_kind} runs, which this file's "
+                            f"{'task' if len(serves) == 1 else 'model'} does not serve ({'/'.join(serves)})")
+    return kept
+
+
+def _merge(base: dict[str, Any], layer: dict[str, Any], where: str, open_sections: tuple[str, ...] = (),
+           prefix: str = "") -> dict[str, Any]:
+    """``base`` with ``layer`` merged in (plain dicts; neither is changed). The layer may define new keys only
+    inside ``open_sections``; anywhere else an unknown key is an error naming it and the file."""
+    merged = dict(base)
+    for key, value in layer.items():
+        path = f"{prefix}{key}"
+        if key not in base:
+            if path.split(".")[0] not in open_sections:
+                raise UserError(f"{where} sets unknown config key '{path}'"
+                                f"{did_you_mean(path, [k for k, _ in leaves(_root_keys(base, prefix))])}")
+            merged[key] = copy.deepcopy(value)
+        elif isinstance(base[key], dict) and isinstance(value, dict):
+            merged[key] = _merge(base[key], value, where, open_sections, f"{path}.")
+        elif isinstance(base[key], dict) and base[key] and value is not None:
+            raise UserError(f"{where} sets '{path}' to {value!r}; it is a section (set its keys, e.g. "
+                            f"{path}.{next(iter(base[key]))}=...)")
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _root_keys(base: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """``base`` (a sub-mapping at ``prefix``) re-rooted, so suggestions show full dotted names."""
+    node: dict[str, Any] = base
+    for part in reversed([p for p in prefix.rstrip(".").split(".") if p]):
+        node = {part: node}
+    return node
+
+
+def _all_keys(node: Any) -> list[str]:
+    return [key for key, _ in leaves(node)]
+
+
+def _set_path(tree: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    parts = key.split(".")
+    layer: dict[str, Any] = {}
+    node = layer
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+    return _merge(tree, layer, "override")
+
+
+def _pair_file(task: TaskSpec, model: ModelSpec) -> Path | None:
     if task.source is None:
-        return {}, {}
+        return None
     path = task.source.parent / "pairs" / f"{model.name}.yaml"
-    if not path.exists():
-        return {}, {}
-    data = OmegaConf.to_container(OmegaConf.load(path)) or {}
-    assert isinstance(data, dict)
-    return data.get("config") or {}, data.get("profiles") or {}
+    return path if path.exists() else None
 
 
-def _all_keys(node: Any, prefix: str = "") -> list[str]:
-    if not isinstance(node, DictConfig):
-        return [prefix] if prefix else []
-    keys: list[str] = []
-    for key in node.keys():
-        path = f"{prefix}.{key}" if prefix else str(key)
-        keys.append(path)
-        keys.extend(_all_keys(node._get_node(key), path) if isinstance(node._get_node(key), DictConfig) else [])
-    return keys
+def _pair_layers(task: TaskSpec, model: ModelSpec) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """The optional per-cell file `tasks/<task>/pairs/<model>.yaml`: (config, profiles, where)."""
+    path = _pair_file(task, model)
+    if path is None:
+        return {}, {}, "pair file"
+    data = _read(path)
+    unknown = sorted(set(data) - {"config", "profiles", "description"})
+    if unknown:
+        raise UserError(f"{_rel(path)}: unknown section(s) {', '.join(unknown)}; a pair file holds config and "
+                        "profiles")
+    return data.get("config") or {}, data.get("profiles") or {}, _rel(path)
 
 
-def _check_type(key: str, old: Any, new: Any) -> None:
-    """A bad value for a known key fails with the key, the value and the expected type."""
-    if old is None or new is None or isinstance(old, str):
-        return
-    if isinstance(old, bool):
-        ok = isinstance(new, bool)
-    elif isinstance(old, int):
-        ok = isinstance(new, int) and not isinstance(new, bool)
-    elif isinstance(old, float):
-        ok = isinstance(new, int | float) and not isinstance(new, bool)
-    elif isinstance(old, list | ListConfig):
-        ok = isinstance(new, list | ListConfig)
-    elif isinstance(old, dict | DictConfig):
-        ok = isinstance(new, dict | DictConfig)
-    else:
-        ok = True
-    if not ok:
-        raise UserError(f"bad value for '{key}': {new!r} is not a {type(old).__name__} (default {old!r})")
+def _schema_for(task: TaskSpec, model: ModelSpec) -> dict[str, dict[str, Any]]:
+    """The harness's declarations plus the task's and the model's, each only inside its own sections."""
+    schema = dict(_harness_schema())
+    for spec, owned in ((task, ("task.", "agent.")), (model, ("model.",))):
+        where = _rel(spec.source)
+        for key, entry in spec.schema.items():
+            if not str(key).startswith(owned):
+                raise UserError(f"{where}: schema entry '{key}' is outside this file's sections "
+                                f"({', '.join(s.rstrip('.') for s in owned)})")
+            schema[str(key)] = parse_entry(str(key), entry, where)
+    return schema
 
 
-def _apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+def _types(defined: dict[str, Any], schema: dict[str, dict[str, Any]]) -> dict[str, KeyType]:
+    """Every key's type, from the defining layers and the declarations; an untyped key is an error."""
+    types: dict[str, KeyType] = {}
+    for key, default in leaves(defined):
+        kind = key_type(key, default, schema.get(key))
+        if kind is None:
+            what = "null" if default is None else "a string"
+            raise UserError(f"config key '{key}' defaults to {what} and declares no type; add it to a `schema` "
+                            "section (e.g. {type: float, nullable: true} or {choices: [...]})")
+        types[key] = kind
+    return types
+
+
+def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str, KeyType]) -> dict[str, Any]:
     for item in overrides:
         if "=" not in item:
             raise UserError(f"bad override '{item}': expected key=value, e.g. optim.lr=3e-4")
@@ -98,26 +229,64 @@ def _apply_overrides(cfg: DictConfig, overrides: list[str]) -> DictConfig:
             parsed = OmegaConf.from_dotlist([f"{key}={raw}"])
         except OmegaConfBaseException as exc:
             raise UserError(f"bad override '{item}': {str(exc).splitlines()[0]}") from None
-        new_value = OmegaConf.select(parsed, key)
-        if OmegaConf.select(cfg, key, default="__missing__") == "__missing__":
-            raise UserError(f"unknown config key '{key}'{did_you_mean(key, _all_keys(cfg))}")
-        old_value = OmegaConf.select(cfg, key)
-        _check_type(key, old_value, new_value)
-        try:
-            cfg = OmegaConf.merge(cfg, parsed)  # type: ignore[assignment]
-        except ConfigKeyError:
-            raise UserError(f"unknown config key '{key}'{did_you_mean(key, _all_keys(cfg))}") from None
-        except OmegaConfBaseException as exc:
-            raise UserError(f"bad value for '{key}': {str(exc).splitlines()[0]}") from None
-    return cfg
+        if not _has_path(tree, key):
+            raise UserError(f"unknown config key '{key}'{did_you_mean(key, _all_keys(tree))}")
+        if key in SET_BY_HARNESS:
+            raise UserError(f"'{key}' is set by the harness, not by an override")
+        new_value = OmegaConf.to_container(parsed)
+        for part in key.split("."):
+            new_value = new_value[part]  # type: ignore[index]
+        if key in types:
+            check_value(key, new_value, types[key], " (command line)")
+        tree = _set_path(tree, key, new_value)
+    return tree
 
 
-def _merge_strict(cfg: DictConfig, layer: dict[str, Any], where: str) -> DictConfig:
-    try:
-        return OmegaConf.merge(cfg, layer)  # type: ignore[return-value]
-    except ConfigKeyError as exc:
-        key = getattr(exc, "full_key", "") or str(exc).splitlines()[0]
-        raise UserError(f"{where} sets unknown config key '{key}'") from None
+def _has_path(tree: dict[str, Any], key: str) -> bool:
+    node: Any = tree
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _compose_tree(task_name: str, model_name: str, profile: str, overrides: list[str],
+                  registry: Registry) -> tuple[dict[str, Any], dict[str, KeyType], TaskSpec, ModelSpec]:
+    """Every layer merged as plain mappings, with each key's type: the work of :func:`compose` up to building
+    the OmegaConf object."""
+    if profile not in PROFILES:
+        hint = did_you_mean(profile, PROFILES)
+        raise UserError(f"unknown profile '{profile}'{hint}; profiles: {', '.join(PROFILES)}")
+    task, model = registry.check_pair(task_name, model_name)
+    kind = task.kind
+    pair_config, pair_profiles, pair_where = _pair_layers(task, model)
+    task_where, model_where = _rel(task.source), _rel(model.source)
+
+    tree = _defaults(kind)
+    tree = _merge(tree, _for_kind(task.config, kind, task_where, (task.kind,)), task_where, ("task", "agent"))
+    tree = _merge(tree, _for_kind(model.config, kind, model_where, model.kinds), model_where, ("model",))
+    tree = _merge(tree, _for_kind(pair_config, kind, pair_where, (kind,)), pair_where)
+    tree = _merge(tree, {"task": {"name": task.name}, "model": {"name": model.name}, "profile": profile},
+                  "registry")  # the registry's names win
+    types = _types(tree, _schema_for(task, model))
+
+    profile_file = PROFILES_DIR / f"{profile}.yaml"
+    layers = [(_rel(profile_file), _read(profile_file), KINDS)]
+    for spec_where, profiles, serves in ((task_where, task.profiles, (task.kind,)),
+                                         (model_where, model.profiles, model.kinds),
+                                         (pair_where, pair_profiles, (kind,))):
+        layers.append((f"{spec_where} profiles.{profile}", profiles.get(profile) or {}, serves))
+    for where, layer, serves in layers:
+        tree = _merge(tree, _for_kind(layer, kind, where, serves), where)
+    tree = _apply_overrides(tree, list(overrides), types)
+    return tree, types, task, model
+
+
+def _check_leaves(node: Any, types: dict[str, KeyType], where: str) -> None:
+    for key, value in leaves(node):
+        if key in types and not (isinstance(value, str) and value.startswith("${")):
+            check_value(key, value, types[key], where)
 
 
 def compose(
@@ -128,49 +297,47 @@ def compose(
     registry: Registry = REGISTRY,
 ) -> Composed:
     """The resolved, struct-mode configuration of one (task, model, profile) run."""
-    if profile not in PROFILES:
-        hint = did_you_mean(profile, PROFILES)
-        raise UserError(f"unknown profile '{profile}'{hint}; profiles: {', '.join(PROFILES)}")
-    task, model = registry.check_pair(task_name, model_name)
-    pair_config, pair_profiles = _pair_layers(task, model)
-
-    cfg = OmegaConf.load(DEFAULTS_FILE)
-    assert isinstance(cfg, DictConfig)
-    if task.kind == "rl":
-        cfg = OmegaConf.merge(cfg, OmegaConf.load(RL_DEFAULTS_FILE))  # type: ignore[assignment]
-    cfg = OmegaConf.merge(cfg, task.config, model.config, pair_config)  # type: ignore[assignment]
-    cfg.task.name = task.name  # the registry's names are authoritative
-    cfg.model.name = model.name
-    cfg.profile = profile
-    OmegaConf.set_struct(cfg, True)
-
-    profile_file = PROFILES_DIR / f"{profile}.yaml"
-    layers: list[tuple[str, Any]] = [(str(profile_file.relative_to(PROJECT_ROOT)), OmegaConf.load(profile_file))]
-    for spec, profiles in ((task, task.profiles), (model, model.profiles), (None, pair_profiles)):
-        where = f"{spec.source.relative_to(PROJECT_ROOT) if spec and spec.source else 'pair file'} profiles.{profile}"
-        layers.append((where, profiles.get(profile) or {}))
-    for where, layer in layers:
-        cfg = _merge_strict(cfg, layer, where)
-
-    cfg = _apply_overrides(cfg, list(overrides or []))
-    missing = sorted(OmegaConf.missing_keys(cfg))
-    if missing:
-        raise UserError(f"config keys without a value: {', '.join(missing)}")
+    tree, types, task, model = _compose_tree(task_name, model_name, profile, list(overrides or []), registry)
     try:
+        cfg = OmegaConf.create(tree)
+        OmegaConf.set_struct(cfg, True)
+        missing = sorted(OmegaConf.missing_keys(cfg))
+        if missing:
+            raise UserError(f"config keys without a value: {', '.join(missing)}")
         OmegaConf.resolve(cfg)
     except OmegaConfBaseException as exc:
         raise UserError(f"config does not resolve: {str(exc).splitlines()[0]}") from None
+    _check_leaves(cfg, types, f" ({task.name} / {model.name}, profile {profile})")
     return Composed(cfg=cfg, task=task, model=model)
 
 
+def check_registry(registry: Registry = REGISTRY) -> int:
+    """Compose every runnable (task, model) pair at every profile: a typo, an untyped key or a bad value in
+    any task, model, pair or profile file fails here, with the file's name. Returns the number composed."""
+    count = 0
+    for task in registry.tasks.values():
+        for model in registry.models.values():
+            if not registry.compatibility(task, model).ok:
+                pair = _pair_file(task, model)
+                if pair is not None:
+                    raise UserError(f"{_rel(pair)}: {model.name} cannot run on {task.name}, so this pair file "
+                                    "is never used")
+                continue
+            for profile in PROFILES:
+                tree, types, _, _ = _compose_tree(task.name, model.name, profile, [], registry)
+                _check_leaves(tree, types, f" ({task.name} / {model.name}, profile {profile})")
+                count += 1
+    return count
+
+
 def config_hash(cfg: DictConfig) -> str:
-    """A short, stable hash of the resolved configuration."""
+    """A short, stable hash of the resolved configuration (the data fingerprint included)."""
     text = OmegaConf.to_yaml(cfg, resolve=True, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def run_id(cfg: DictConfig) -> str:
-    """A readable name plus the config hash: the same command always maps to the same run."""
+    """A readable name plus the config hash: the same command on the same data always maps to the same run."""
     return f"{cfg.task.name}-{cfg.model.name}-{cfg.profile}-s{cfg.seed}-{config_hash(cfg)}"
 
 

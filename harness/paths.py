@@ -18,3 +18,36 @@ def data_dir_label() -> str:
 def cache_dir() -> Path:
     """Generated datasets, cached on disk: ``$HARNESS_CACHE_DIR`` or ``./.cache/harness``."""
     return Path(os.environ.get("HARNESS_CACHE_DIR", ".cache/harness"))
+
+
+def shown_path(path: Path) -> str:
+    """A data or cache path as a run records it: relative to ``$HARNESS_DATA_DIR`` or ``$HARNESS_CACHE_DIR``
+    when it lies inside one (so a run's record does not depend on where the data sits on a machine), else as
+    given."""
+    resolved = Path(path).resolve()
+    for variable, root in (("HARNESS_DATA_DIR", data_dir()), ("HARNESS_CACHE_DIR", cache_dir())):
+        try:
+            rel = resolved.relative_to(root.resolve())
+        except ValueError:
+            continue
+        prefix = f"${variable}" if variable in os.environ else str(root)
+        return f"{prefix}/{rel.as_posix()}" if rel.parts else prefix
+    return str(path)
+
+
+def data_relative(path: Path) -> str:
+    """A data file's path relative to the data folder (its key in a run's data record)."""
+    try:
+        return Path(path).resolve().relative_to(data_dir().resolve()).as_posix()
+    except ValueError:
+        return Path(path).name
+
+
+def check_data_dir() -> None:
+    """A ``HARNESS_DATA_DIR`` that names no folder is the user's mistake, not a reason to fall back silently."""
+    from harness.errors import UserError
+
+    value = os.environ.get("HARNESS_DATA_DIR")
+    if value is not None and not Path(value).is_dir():
+        raise UserError(f"HARNESS_DATA_DIR={value} is not a folder; point it at the data (e.g. ../shared/data) "
+                        "or unset it to use ./data and the generators")

@@ -48,6 +48,7 @@ class TaskSpec:
     source: Path | None = None  # the YAML file it came from
     config: dict[str, Any] = field(default_factory=dict)
     profiles: dict[str, Any] = field(default_factory=dict)
+    schema: dict[str, Any] = field(default_factory=dict)  # dotted key -> type declaration (harness/schema.py)
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class ModelSpec:
     source: Path | None = None
     config: dict[str, Any] = field(default_factory=dict)
     profiles: dict[str, Any] = field(default_factory=dict)
+    schema: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -89,8 +91,23 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+SPEC_FILE_SECTIONS = ("spec", "config", "profiles", "schema")
+
+
+def _check_sections(data: dict[str, Any], path: Path) -> None:
+    """A task or model file holds these sections only: a misspelt one would be silently ignored."""
+    unknown = sorted(set(data) - set(SPEC_FILE_SECTIONS))
+    if unknown:
+        raise UserError(f"{path}: unknown section(s) {', '.join(unknown)}"
+                        f"{did_you_mean(unknown[0], SPEC_FILE_SECTIONS)}; known: {', '.join(SPEC_FILE_SECTIONS)}")
+    for section in ("config", "profiles", "schema"):
+        if not isinstance(data.get(section) or {}, dict):
+            raise UserError(f"{path}: '{section}' must be a mapping")
+
+
 def task_spec_from_yaml(path: Path) -> TaskSpec:
     data = _load_yaml(path)
+    _check_sections(data, path)
     spec = data.get("spec") or {}
     interface = _require(spec, "interface", path)
     kind = spec.get("kind", "supervised")
@@ -108,11 +125,13 @@ def task_spec_from_yaml(path: Path) -> TaskSpec:
         source=path,
         config=data.get("config") or {},
         profiles=data.get("profiles") or {},
+        schema=data.get("schema") or {},
     )
 
 
 def model_spec_from_yaml(path: Path) -> ModelSpec:
     data = _load_yaml(path)
+    _check_sections(data, path)
     spec = data.get("spec") or {}
     interfaces = _require(spec, "interfaces", path)
     unknown = sorted(set(interfaces) - set(INTERFACES))
@@ -128,6 +147,7 @@ def model_spec_from_yaml(path: Path) -> ModelSpec:
         source=path,
         config=data.get("config") or {},
         profiles=data.get("profiles") or {},
+        schema=data.get("schema") or {},
     )
 
 

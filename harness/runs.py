@@ -21,22 +21,20 @@ import csv
 import io
 import json
 import os
-import platform
 import shutil
 import socket
-import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from harness import PROJECT_ROOT
+from harness.provenance import attempt_record
 
-SCHEMA_VERSION = 1
-STATUSES = ("running", "completed", "failed", "diverged")
+SCHEMA_VERSION = 2  # 2: attempts is a list of per-attempt provenance records; code and data fingerprints
+STATUSES = ("running", "completed", "failed", "diverged", "interrupted")
+REQUIRED_KEYS = ("run_id", "task", "model", "status")
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -68,33 +66,6 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write(path, lambda handle: handle.write(text.encode()))
-
-
-def git_info(root: Path = PROJECT_ROOT) -> dict[str, Any]:
-    """The commit the code came from and whether the tree had uncommitted changes."""
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=root, capture_output=True, text=True, timeout=5, check=True,
-            ).stdout.strip()
-        )
-        return {"commit": commit, "dirty": dirty}
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-
-
-def package_versions(names: tuple[str, ...] = ("torch", "lightning", "omegaconf", "wandb", "numpy")) -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for name in names:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
 
 
 @dataclass
@@ -133,6 +104,28 @@ class Run:
     def read_results(self) -> dict[str, Any]:
         return json.loads(self.results_path.read_text())
 
+    def damage(self) -> str | None:
+        """Why ``results.json`` cannot be used (unreadable, not an object, keys missing), or None."""
+        try:
+            results = self.read_results()
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            return f"results.json is not readable JSON ({type(exc).__name__}: {str(exc)[:80]})"
+        if not isinstance(results, dict):
+            return f"results.json holds a {type(results).__name__}, not an object"
+        missing = [key for key in REQUIRED_KEYS if key not in results]
+        if missing:
+            return f"results.json lacks {', '.join(missing)}"
+        if results["status"] not in STATUSES:
+            return f"results.json has an unknown status {results['status']!r}"
+        return None
+
+    def set_aside(self, path: Path) -> Path:
+        """Rename a damaged file to ``<name>.damaged-<time>`` beside it (nothing is deleted); returns the new path."""
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        target = path.with_name(f"{path.name}.damaged-{stamp}")
+        os.replace(path, target)
+        return target
+
     def write_results(self, results: dict[str, Any]) -> None:
         atomic_write_text(self.results_path, json.dumps(results, indent=2, sort_keys=False, default=float) + "\n")
 
@@ -144,14 +137,17 @@ class Run:
 
     @property
     def status(self) -> str | None:
-        return self.read_results().get("status") if self.exists() else None
+        if not self.exists() or self.damage():
+            return None
+        return self.read_results().get("status")
 
     def owner_alive(self) -> bool:
         """Whether a process on this host is still running this run (guards against two writers)."""
-        if not self.exists():
+        if not self.exists() or self.damage():
             return False
-        owner = self.read_results().get("owner") or {}
-        if self.status != "running" or owner.get("host") != socket.gethostname():
+        results = self.read_results()
+        owner = results.get("owner") or {}
+        if results.get("status") != "running" or owner.get("host") != socket.gethostname():
             return False
         pid = owner.get("pid")
         if not isinstance(pid, int) or pid == os.getpid():
@@ -185,7 +181,8 @@ def owner_record() -> dict[str, Any]:
 
 
 def new_results(run_id: str, cfg_summary: dict[str, Any], started_at: str) -> dict[str, Any]:
-    """The initial results.json of a run (status running)."""
+    """The initial results.json of a run (status running, one attempt)."""
+    attempt = attempt_record(started_at)
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -198,15 +195,24 @@ def new_results(run_id: str, cfg_summary: dict[str, Any], started_at: str) -> di
         "wall_time_s": 0.0,
         "throughput": {},
         "data_source": None,
-        "git": git_info(),
-        "versions": package_versions(),
+        "data": None,
+        "code": None,
+        "git": attempt["git"],
+        "versions": attempt["versions"],
+        "machine": attempt["machine"],
         "device": None,
         "started_at": started_at,
         "finished_at": None,
-        "attempts": 1,
+        "attempts": [attempt],
         "owner": owner_record(),
         "error": None,
     }
+
+
+def attempt_count(results: dict[str, Any]) -> int:
+    """How many times a run was started (schema 1 kept a count, schema 2 a list of records)."""
+    attempts = results.get("attempts")
+    return len(attempts) if isinstance(attempts, list) else int(attempts or 1)
 
 
 def index(runs_dir: Path | None = None) -> list[dict[str, Any]]:
@@ -240,8 +246,15 @@ class CurveWriter:
         self.path = path
         self.rows: list[dict[str, Any]] = []
         if path.exists():
-            with path.open(newline="") as handle:
-                self.rows = [self._parse(row) for row in csv.DictReader(handle)]
+            try:
+                with path.open(newline="") as handle:
+                    self.rows = [self._parse(row) for row in csv.DictReader(handle)]
+            except (OSError, UnicodeDecodeError, ValueError, csv.Error) as exc:
+                aside = path.with_name(f"{path.name}.damaged-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}")
+                os.replace(path, aside)
+                print(f"{path} is damaged ({type(exc).__name__}); kept as {aside.name}; the curve restarts",
+                      flush=True)
+                self.rows = []
 
     @staticmethod
     def _parse(row: dict[str, str]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ def test_smoke_bench_stores_a_complete_run_and_reports_it_without_retraining(env
     assert done.returncode == 0, done.stderr
     run = only_run(Path(env["HARNESS_RUNS_DIR"]))
     results = json.loads((run / "results.json").read_text())
-    assert results["status"] == "completed" and results["schema_version"] == 1
+    assert results["status"] == "completed" and results["schema_version"] == 2
     assert results["run_id"] == run.name and run.name.startswith("babi-tpr_rnn-smoke-s0-")
     assert {"test/acc", "test/loss", "test/error", "val/acc"} <= set(results["metrics"])
     assert results["throughput"]["train/examples_per_s"] > 0
@@ -58,7 +58,7 @@ def test_smoke_bench_stores_a_complete_run_and_reports_it_without_retraining(env
 
     forced = run_cli([*SMOKE, "--force"], env)
     assert forced.returncode == 0 and "(new;" in forced.stdout
-    assert json.loads((run / "results.json").read_text())["attempts"] == 1
+    assert len(json.loads((run / "results.json").read_text())["attempts"]) == 1
 
 
 def test_same_seed_gives_identical_metrics_and_curves(env, tmp_path):
@@ -96,7 +96,7 @@ def test_killed_run_resumes_and_finishes_like_an_uninterrupted_one(env, tmp_path
     assert "resuming from" in resumed.stdout
     final = json.loads((run / "results.json").read_text())
     straight = json.loads((only_run(tmp_path / "straight") / "results.json").read_text())
-    assert final["status"] == "completed" and final["attempts"] == 2
+    assert final["status"] == "completed" and len(final["attempts"]) == 2
     assert final["metrics"] == straight["metrics"]
     assert final["best"] == straight["best"] and final["steps"] == straight["steps"] > 0
     assert curves(run) == curves(only_run(tmp_path / "straight"))
@@ -109,7 +109,7 @@ def test_killed_run_resumes_and_finishes_like_an_uninterrupted_one(env, tmp_path
         (["bench", "--task", "babi", "--model", "lsmt"], "unknown model 'lsmt' (did you mean 'lstm'?)"),
         ([*SMOKE, "optim.lrr=1"], "unknown config key 'optim.lrr' (did you mean 'optim.lr'?)"),
         ([*SMOKE, "train.max_epochs=two"], "bad value for 'train.max_epochs'"),
-        ([*SMOKE, "task.babi_id=25"], "bad value for 'task.babi_id': 25 (bAbI has tasks 1..20)"),
+        ([*SMOKE, "task.babi_id=25"], "bad value for 'task.babi_id' (command line): 25 is not an int in [1, 20]"),
         (["bench", "--task", "babi", "--model", "lstm", "--profile", "fast"], "unknown profile 'fast'"),
     ],
 )
@@ -133,17 +133,15 @@ def test_incompatible_pair_exits_2_naming_the_models_that_fit(env, capsys):
     assert "models that fit toy_stream: none yet" in err
 
 
-def test_malformed_data_file_fails_with_its_line_and_is_stored_as_failed(env, tmp_path):
+def test_malformed_data_file_fails_with_its_line_before_a_run_exists(env, tmp_path):
     folder = tmp_path / "data" / "babi" / "en-10k"
     folder.mkdir(parents=True)
-    (folder / "qa1_single-supporting-fact_train.txt").write_text("1 Mary moved.\n2 Where is Mary\n")
+    (folder / "qa1_single-supporting-fact_train.txt").write_text("1 Mary moved.\n2 Mary went home.\n")
     (folder / "qa1_single-supporting-fact_test.txt").write_text("1 Mary moved.\n2 Where is Mary?\tx\t1\n")
     done = run_cli(SMOKE, {**env, "HARNESS_DATA_DIR": str(tmp_path / "data")})
     assert done.returncode == 2
-    assert "qa1_single-supporting-fact_train.txt:2: a question line needs" not in done.stderr  # no tab: a statement
-    assert "no question lines" in done.stderr
-    results = json.loads((only_run(Path(env["HARNESS_RUNS_DIR"])) / "results.json").read_text())
-    assert results["status"] == "failed" and "no question lines" in results["error"]
+    assert "qa1_single-supporting-fact_train.txt: no question lines" in done.stderr
+    assert not Path(env["HARNESS_RUNS_DIR"]).exists()  # caught before the run directory was made
 
 
 class NaNModel(torch.nn.Module):
@@ -191,6 +189,7 @@ def test_make_bench_passes_its_variables(env):
 def test_official_files_and_generated_data_never_share_a_run(env, tmp_path):
     args = ["validate", "--task", "babi", "--model", "tpr_rnn", "--profile", "smoke"]
     on_files = run_cli(args, env)
+    (tmp_path / "nothing").mkdir()
     generated = run_cli(args, {**env, "HARNESS_DATA_DIR": str(tmp_path / "nothing")})
     assert on_files.returncode == generated.returncode == 0
     assert "source: files" in on_files.stdout and "source: generator" in generated.stdout

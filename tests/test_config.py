@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 
 from harness.config import compose, run_id
@@ -29,7 +31,15 @@ def test_run_id_is_stable_and_follows_the_config():
     [
         ("optim.lrr=1", "unknown config key 'optim.lrr' (did you mean 'optim.lr'?)"),
         ("nonsense=1", "unknown config key 'nonsense'"),
-        ("train.max_epochs=many", "bad value for 'train.max_epochs': 'many' is not a int"),
+        ("train.max_epochs=many", "bad value for 'train.max_epochs' (command line): 'many' is not an int >= 1"),
+        ("train.stop_at=yes", "bad value for 'train.stop_at' (command line): True is not a float (or null)"),
+        ("train.max_time_s=abc", "bad value for 'train.max_time_s' (command line): 'abc' is not a float >= 0"),
+        ("train.batch_size=0", "bad value for 'train.batch_size' (command line): 0 is not an int >= 1"),
+        ("train.monitor=val/nope", "'val/nope' is not one of val/acc, val/loss"),
+        ("model.memory=sparse", "'sparse' is not one of factored, dense"),
+        ("optim.name=adagrad", "'adagrad' is not one of adam, adamw"),
+        ("data.fingerprint=abc", "'data.fingerprint' is set by the harness"),
+        ("train=3", "it is a section"),
         ("optim.lr=fast", "bad value for 'optim.lr'"),
         ("train.stop_at", "bad override 'train.stop_at'"),
     ],
@@ -48,3 +58,40 @@ def test_unknown_profile():
 def test_null_and_lists_accepted():
     cfg = compose("babi", "tpr_rnn", "smoke", ["train.max_time_s=null", "optim.betas=[0.8,0.9]"]).cfg
     assert cfg.train.max_time_s is None and list(cfg.optim.betas) == [0.8, 0.9]
+
+
+def test_every_yaml_file_composes_and_every_key_is_typed():
+    """harness list composes every pair at every profile; every key is typed by its default or declared."""
+    from harness.config import check_registry
+
+    assert check_registry() >= 50
+
+
+def test_a_typo_in_a_task_file_fails_with_the_file_and_key(tmp_path):
+    from harness.config import check_registry
+    from harness.registry import Registry
+
+    registry = Registry()
+    task = registry.task("babi")
+    registry.add_task(replace(task, name="babi_typo", config={**task.config, "train": {"monitr": "val/acc"}}))
+    with pytest.raises(UserError, match="sets unknown config key 'train.monitr' \\(did you mean 'train.monitor'"):
+        check_registry(registry)
+
+
+def test_untyped_null_key_is_refused():
+    from harness.registry import Registry
+
+    registry = Registry()
+    model = registry.model("lstm")
+    registry.add_model(replace(model, name="lstm_untyped", config={"model": {**model.config["model"], "extra": None}}))
+    with pytest.raises(UserError, match="'model.extra' defaults to null and declares no type"):
+        compose("babi", "lstm_untyped", "smoke", registry=registry)
+
+
+def test_rl_runs_carry_no_supervised_sections_and_supervised_runs_no_rl_sections():
+    rl = compose("boxworld", "predinet", "cpu").cfg
+    assert "optim" not in rl and "train" not in rl and "protocol" not in rl and "rl" in rl
+    with pytest.raises(UserError, match="unknown config key 'optim.lr'"):
+        compose("boxworld", "predinet", "cpu", ["optim.lr=0.1"])
+    supervised = compose("relations_game", "predinet", "cpu").cfg
+    assert "rl" not in supervised and "agent" not in supervised and supervised.optim.name == "sgd"

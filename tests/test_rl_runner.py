@@ -85,7 +85,7 @@ def test_cartpole_smoke_trains_checkpoints_and_resumes(env):
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert f"at {results['env_steps']:,} env steps" in again.stdout
     resumed = json.loads((run_dir / "results.json").read_text())
-    assert resumed["status"] == "completed" and resumed["attempts"] == 2
+    assert resumed["status"] == "completed" and len(resumed["attempts"]) == 2
     assert resumed["env_steps"] >= results["env_steps"]
 
 

@@ -5,7 +5,11 @@
   for a batch of test images, beside the images and labels, so the paper's Fig. 6a heat maps can be
   redrawn;
 * ``analysis/head_pruning.json``: accuracy when only q randomly chosen heads are kept
-  (``central.head_mask``), q = 1..k, mean and best over random subsets (Fig. S10).
+  (``central.head_mask``), q = 1..k, mean and best over random subsets (Fig. S10). Offered only for central
+  modules whose mask merely scales each head's block of their output (``HEAD_MASK_SCALES_OUTPUT``: PrediNet
+  and MHA), where computing the module once and re-running only the output MLP per subset is exact; the
+  relational and 2-simplicial blocks apply their mask inside two shared-weight iterations, LayerNorm and
+  max-pooling, so they get no curve rather than a wrong one.
 
 Models opt in by exposing those attributes; the analysis never changes the stored metrics.
 """
@@ -20,8 +24,29 @@ import numpy as np
 import torch
 from torch import nn
 
-from harness.data import TARGET, TensorDictDataset
+from harness.data import TARGET, TaskData, TensorDictDataset
+from harness.errors import UserError
 from harness.runs import atomic_write, atomic_write_text
+
+
+def test_split_names(data: TaskData) -> list[str]:
+    """The names analyses may choose from: ``test`` and ``test_<name>`` for each extra test split."""
+    return ["test", *[f"test_{name}" for name in data.extra_test]]
+
+
+def check_analysis_split(cfg: Any, data: TaskData) -> None:
+    """``analysis.split`` must name one of the run's test splits (checked before the run starts)."""
+    split = cfg.analysis.split
+    names = test_split_names(data)
+    if split is not None and split not in names:
+        raise UserError(f"bad value for 'analysis.split': {split!r}; this run's test splits are {', '.join(names)}")
+
+
+def pruning_is_exact(model: nn.Module) -> bool:
+    """Whether the head-pruning shortcut (one pass of encoder and central module) equals masked forward passes."""
+    central = getattr(model, "central", None)
+    return (bool(getattr(central, "HEAD_MASK_SCALES_OUTPUT", False)) and hasattr(central, "heads")
+            and all(hasattr(model, part) for part in ("encoder", "head")))
 
 
 def _inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -88,7 +113,7 @@ def run_analysis(model: nn.Module, splits: dict[str, TensorDictDataset], cfg: An
     if not cfg.analysis.enabled or central is None or not hasattr(central, "last_attention"):
         return {}
     name = cfg.analysis.split or next((n for n in splits if n != "test"), "test")
-    if name not in splits:
+    if name not in splits:  # checked before the run started (check_analysis_split); a curriculum stage's splits
         return {"error": f"analysis.split '{name}' is not one of {', '.join(splits)}"}
     dataset = splits[name]
     if len(dataset) > int(cfg.analysis.max_examples):
@@ -99,9 +124,7 @@ def run_analysis(model: nn.Module, splits: dict[str, TensorDictDataset], cfg: An
     try:
         save_attention(model, dataset, int(cfg.analysis.attention_images), out_dir / "attention.npz")
         summary["files"].append("analysis/attention.npz")
-        prunable = all(hasattr(central, a) for a in ("head_mask", "heads")) and all(
-            hasattr(model, part) for part in ("encoder", "head"))  # head_pruning runs these parts itself
-        if prunable:
+        if pruning_is_exact(model):
             pruning = head_pruning(model, dataset, int(cfg.analysis.pruning_subsets), int(cfg.seed),
                                    int(cfg.train.eval_batch_size))
             atomic_write_text(out_dir / "head_pruning.json", json.dumps(pruning, indent=1) + "\n")

@@ -27,7 +27,7 @@ from torch import nn
 
 from harness.errors import UserError
 from harness.registry import load_entry
-from harness.runners.supervised import train_and_test
+from harness.runners.supervised import intact_checkpoint, load_checkpoint, train_and_test
 from harness.runs import Run
 
 STAGES = (
@@ -76,8 +76,10 @@ def _stage_config(cfg: Any, tasks: list[str], vocabulary: list[str]) -> Any:
 
 
 def _pretrained_state(stage_run: Run) -> dict[str, torch.Tensor]:
-    checkpoint = stage_run.best_checkpoint if stage_run.best_checkpoint.exists() else stage_run.last_checkpoint
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"]
+    checkpoint = intact_checkpoint(stage_run, ("best", "last"))
+    if checkpoint is None:
+        raise RuntimeError(f"stage {stage_run.path.name} has no intact checkpoint to start the later stages from")
+    state = load_checkpoint(checkpoint)["state_dict"]
     return {key.removeprefix("model."): value for key, value in state.items()}
 
 

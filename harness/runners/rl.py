@@ -118,14 +118,30 @@ def _save(algo: Any, run: Run) -> None:
 
 
 def _restore(algo: Any, run: Run) -> bool:
+    """Restore the last checkpoint; a damaged one is set aside (renamed, not deleted) and training starts over."""
     path = _checkpoint_path(run)
     stale = path.with_name("algorithm.old")
     if not path.exists() and stale.exists():  # killed between the two renames of _save
         stale.rename(path)
     if not path.exists():
         return False
-    algo.restore_from_path(str(path.resolve()))
+    try:
+        algo.restore_from_path(str(path.resolve()))
+    except Exception as exc:  # a truncated or foreign checkpoint: RLlib raises several kinds
+        aside = run.set_aside(path)
+        print(f"{path} is damaged ({type(exc).__name__}: {str(exc)[:120]}); kept as {aside.name}; "
+              "training from the start", flush=True)
+        return False
     return True
+
+
+def _weights_finite(algo: Any) -> bool:
+    """Whether every weight of the learner's module is finite (a diverged update must not be checkpointed)."""
+    import numpy as np
+    from ray.rllib.core import DEFAULT_MODULE_ID
+
+    weights = algo.learner_group.get_weights()[DEFAULT_MODULE_ID]
+    return all(np.isfinite(np.asarray(value)).all() for value in weights.values())
 
 
 def _median_rate(curves: CurveWriter) -> dict[str, float]:
@@ -194,12 +210,14 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
             last_row: dict[str, float] = {}
             recent_wins: list[float] = []  # the last STOP_WINDOW iterations' training win rates
             stop_reason = "env steps"
+            finite = True  # False once an iteration diverged: nothing after it is checkpointed
             try:
                 while steps < total:
                     tick = time.perf_counter()
                     result = algo.train()
                     elapsed = time.perf_counter() - tick
                     if not loss_is_finite(result):
+                        finite = False
                         raise DivergedError(f"non-finite loss at iteration {iteration + 1} ({steps:,} env steps)")
                     new_steps = env_steps(result)
                     rate = (new_steps - steps) / elapsed if elapsed > 0 else 0.0
@@ -209,6 +227,9 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
                     tracker.log(last_row, step=steps)
                     print(_progress(iteration, steps, total, last_row, rate), flush=True)
                     if iteration % int(rl.checkpoint_every) == 0:
+                        if not _weights_finite(algo):
+                            finite = False
+                            raise DivergedError(f"non-finite weights after iteration {iteration} ({steps:,} env steps)")
                         curves.flush()
                         _save(algo, run)
                         _record(run, results, env_steps=steps, iterations=iteration)
@@ -222,12 +243,12 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
                             and sum(recent_wins) / STOP_WINDOW >= float(rl.stop_at_win_rate)):
                         stop_reason = "win rate reached"
                         break
-            finally:  # keep what was learned, even on Ctrl-C or an error
-                curves.flush()
-                if iteration:
+            finally:  # keep what was learned, even on Ctrl-C or an error, but never a diverged state
+                curves.flush()  # rows past the last checkpoint are dropped when the run resumes
+                if finite and iteration and _weights_finite(algo):
                     _save(algo, run)
-                _record(run, results, env_steps=steps, iterations=iteration,
-                        train_time_s=trained_before + time.perf_counter() - started)
+                    _record(run, results, env_steps=steps, iterations=iteration,
+                            train_time_s=trained_before + time.perf_counter() - started)
             print(f"training stopped ({stop_reason}) after {steps:,} env steps", flush=True)
             evaluation = evaluate(_trained_module(algo), task, int(rl.eval_episodes), int(rl.eval_max_steps),
                                   int(cfg.seed))

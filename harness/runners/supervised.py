@@ -128,12 +128,38 @@ class StopAtTarget(pl.Callback):
 
 class AtomicCheckpointIO(TorchCheckpointIO):
     """Checkpoints written through the run store's atomic writer (temporary file, fsync, rename), like every
-    other file of a run: a kill never leaves a truncated checkpoint."""
+    other file of a run: a kill never leaves a truncated checkpoint. They are read with ``weights_only=True``:
+    tensors and plain containers only, never arbitrary pickled objects."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
         if storage_options is not None:
             raise TypeError("AtomicCheckpointIO writes local files and takes no storage_options")
         atomic_write(Path(path), lambda handle: torch.save(checkpoint, handle))
+
+    def load_checkpoint(self, path: Any, map_location: Any = None, weights_only: bool | None = True) -> dict[str, Any]:
+        return load_checkpoint(Path(path))
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """A checkpoint's contents, read with ``weights_only=True``."""
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def intact_checkpoint(run: Run, names: tuple[str, ...] = ("last", "best")) -> Path | None:
+    """The first of the run's checkpoints (``last``, then ``best``) that loads; a damaged one is set aside
+    (renamed, not deleted) with a message. Resuming from ``best`` replays the later epochs, which give the same
+    numbers: batch order depends only on (seed, epoch) and the RNG state is in the checkpoint."""
+    for name in names:
+        path = run.checkpoint_dir / f"{name}.ckpt"
+        if not path.exists():
+            continue
+        try:
+            load_checkpoint(path)
+            return path
+        except Exception as exc:  # truncated or foreign file: torch raises several kinds
+            aside = run.set_aside(path)
+            print(f"{path} is damaged ({type(exc).__name__}); kept as {aside.name}", flush=True)
+    return None
 
 
 def _loader(dataset: TensorDictDataset, batch_size: int, sampler: EpochShuffleSampler | None = None) -> DataLoader:
@@ -155,8 +181,7 @@ def fit_stopped_early(checkpoint: Path) -> bool:
     """Whether the checkpoint was taken at the moment training decided to stop."""
     if not checkpoint.exists():
         return False
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
-    return bool(state.get("harness", {}).get("fit_stopped", False))
+    return bool(load_checkpoint(checkpoint).get("harness", {}).get("fit_stopped", False))
 
 
 def train_and_test(cfg: DictConfig, data: TaskData, model: nn.Module, run: Run, tracker: Any) -> dict[str, Any]:
@@ -204,15 +229,17 @@ def train_and_test(cfg: DictConfig, data: TaskData, model: nn.Module, run: Run, 
     sampler = EpochShuffleSampler(len(data.train), seed=int(cfg.seed))
     train_loader = _loader(data.train, train_cfg.batch_size, sampler)
     val_loader = _loader(data.val, train_cfg.eval_batch_size)
-    resume = run.last_checkpoint if run.last_checkpoint.exists() else None
+    resume = intact_checkpoint(run)
     if resume is not None:
         print(f"resuming from {resume}", flush=True)
+    elif recorder.curves.rows:
+        print("no intact checkpoint: training from the start", flush=True)
     if resume is None or not fit_stopped_early(resume):
         trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader,
                     ckpt_path=str(resume) if resume else None)
     else:
         print("training had already finished; testing the best checkpoint", flush=True)
-    best = run.best_checkpoint if run.best_checkpoint.exists() else None
+    best = intact_checkpoint(run, ("best", "last"))
     test_loaders = [_loader(data.test, train_cfg.eval_batch_size)]
     test_loaders += [_loader(split, train_cfg.eval_batch_size) for split in data.extra_test.values()]
     outputs = trainer.test(module, dataloaders=test_loaders, ckpt_path=str(best) if best else None, verbose=False)

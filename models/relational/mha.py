@@ -47,6 +47,8 @@ from models.relational.predinet import HeadMaskMixin
 class MultiHeadAttention(HeadMaskMixin, nn.Module):
     """entities [B, N, D] -> [B, central_output]."""
 
+    HEAD_MASK_SCALES_OUTPUT = True  # forward ends with _mask_heads over the h blocks of its output
+
     def __init__(self, n_entities: int, d_entity: int, cfg: Any) -> None:
         super().__init__()
         self.heads, self.key_size = int(cfg.heads), int(cfg.key_size)

@@ -29,8 +29,15 @@ from torch import nn
 
 
 class HeadMaskMixin:
-    """A ``head_mask`` attribute ([heads], None = every head kept) that scales each head's output."""
+    """A ``head_mask`` attribute ([heads], None = every head kept) that scales each head's output.
 
+    ``HEAD_MASK_SCALES_OUTPUT`` says whether the mask does nothing but scale each head's block of the module's
+    output (R* = [R^1, ..., R^k]): then a masked output is the unmasked one times the mask, and the head-pruning
+    analysis may compute the module once and re-run only what follows it. A module that applies the mask
+    inside further computation (attention iterated with shared weights, LayerNorm, pooling) leaves it False.
+    """
+
+    HEAD_MASK_SCALES_OUTPUT = False
     heads: int
     head_mask: torch.Tensor | None
 
@@ -52,6 +59,8 @@ class HeadMaskMixin:
 
 class PrediNet(HeadMaskMixin, nn.Module):
     """entities [B, N, D] -> R* [B, heads * (relations + 4)]."""
+
+    HEAD_MASK_SCALES_OUTPUT = True  # forward ends with _mask_heads over the k blocks of R*
 
     def __init__(self, n_entities: int, d_entity: int, cfg: Any) -> None:
         super().__init__()

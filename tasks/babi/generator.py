@@ -58,6 +58,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+GENERATOR_VERSION = 1  # bump when the same (task, seed, counts) would give other files: cached data and run ids move
 SUPPORTED_TASKS: dict[int, str] = {
     1: "single-supporting-fact",
     6: "yes-no-questions",

@@ -1,7 +1,9 @@
 """Reading the official bAbI v1.2 text format into (story, question, answer) samples.
 
-Format (Weston et al. 2015): ``ID text`` lines; a question line is
-``ID question<TAB>answer<TAB>supporting ids``; the ID returning to 1 starts a new story. Every question
+Format (Weston et al. 2015): ``ID text`` lines, each ending with a newline; a question line is
+``ID question<TAB>answer<TAB>supporting ids``; the ID returning to 1 starts a new story. A question mark
+outside a tab-separated question line (its tabs lost) and a file cut mid-line are format errors, never
+silently a statement or a shorter file. Every question
 yields one sample whose story is all the statements before it in its story (questions are not part
 of the story), as the TPR-RNN reference reader does (REFERENCE.md §1.6).
 
@@ -40,9 +42,13 @@ def read_samples(path: Path) -> list[Sample]:
     story_id = -1
     expected_id = 1
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise DataFormatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if text and not text.endswith("\n"):
+        raise DataFormatError(f"{path}: the file ends in the middle of line {text.count(chr(10)) + 1} "
+                              "(cut short? every bAbI line ends with a newline)")
+    lines = text.splitlines()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -60,6 +66,9 @@ def read_samples(path: Path) -> list[Sample]:
             if len(fields) < 2 or not fields[1].strip():
                 raise DataFormatError(f"{path}:{lineno}: a question line needs 'question<TAB>answer<TAB>supports'")
             samples.append(Sample(tuple(story), tuple(tokenize(fields[0])), fields[1].strip().lower(), story_id))
+        elif "?" in text:  # bAbI statements never ask: a question whose tabs were lost (e.g. turned into spaces)
+            raise DataFormatError(f"{path}:{lineno}: a question without its tab-separated answer "
+                                  f"(expected 'ID question?<TAB>answer<TAB>supports'), got {line[:60]!r}")
         else:
             story.append(tuple(tokenize(text)))
     if not samples:

@@ -9,9 +9,14 @@ One example (shapes for one question)::
     target     []      token id of the answer word
 
 T is the longest story (after keeping the last 70 statements, 130 for task 3, as the TPR-RNN
-reference does) and W the longest sentence or question over all splits of the task. The vocabulary
-is built from the training split only; index 0 is padding and index 1 stands for a word never seen
-in training (the reference has no such entry; bAbI's test words all occur in training).
+reference does) and W the longest sentence or question over the train, validation and test splits. The
+vocabulary is built from the training split only; index 0 is padding and index 1 stands for a word never
+seen in training (the reference has no such entry; bAbI's test words all occur in training).
+
+``task.test_on`` adds the test split of another source (``files``: the official test file of the same task
+and data set; ``generator``: the built-in generator's), reported as ``test_<source>/<metric>``: e.g. train on
+generated data and test on the official files. Its examples use the training vocabulary and shapes (longer
+stories keep their last T statements, as every split does).
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ import torch
 
 from harness.data import TaskData, TensorDictDataset
 from harness.errors import UserError
-from harness.paths import cache_dir, data_dir, data_dir_label
+from harness.paths import cache_dir, data_dir, data_dir_label, data_relative, shown_path
+from harness.provenance import file_digest, fingerprint
 from tasks.babi.reader import Sample, read_samples
 
 DATA_SETS = ("en", "en-10k", "en-valid-10k")
@@ -65,6 +71,9 @@ class BabiTask:
             raise UserError(f"bad value for 'task.source': {self.cfg.source!r}; one of {', '.join(SOURCES)}")
         if not 0.0 < float(self.cfg.val_fraction) < 1.0:
             raise UserError(f"bad value for 'task.val_fraction': {self.cfg.val_fraction} (must be in (0, 1))")
+        for source in self.cfg.get("test_on") or []:
+            if source not in ("files", "generator"):
+                raise UserError(f"bad value in 'task.test_on': {source!r}; one of files, generator")
 
     # locating the files ------------------------------------------------------------------------
     def _official_files(self) -> tuple[dict[str, Path], str] | None:
@@ -86,7 +95,7 @@ class BabiTask:
             valid = find_split_file(folder, self.babi_id, "valid")
             if valid is not None:
                 files["valid"] = valid
-            label = f"files: {folder} task {self.babi_id} ({data_dir_label()})"
+            label = f"files: {shown_path(folder)} task {self.babi_id}"
             return files, label + (f"; {'; '.join(notes)}" if notes else "")
         return None
 
@@ -109,8 +118,42 @@ class BabiTask:
             written = write_dataset(folder, self.babi_id, seed=seed, n_train=n_train, n_test=n_test)
             files = {"train": written["train"], "test": written["test"]}
         label = (f"generator: bAbI task {self.babi_id}, seed {seed}, {n_train} train / {n_test} test questions "
-                 f"({'cached' if cached else 'written'} in {folder})")
+                 f"({'cached' if cached else 'written'} in {shown_path(folder)})")
         return files, label
+
+    def _generator_params(self) -> dict[str, str]:
+        from tasks.babi.generator import GENERATOR_VERSION
+
+        return {"generator": f"babi v{GENERATOR_VERSION}", "babi_id": str(self.babi_id),
+                "seed": str(self.cfg.generator_seed), "train": str(self.cfg.generator_train_questions),
+                "test": str(self.cfg.generator_test_questions)}
+
+    def _describe_source(self, source: str) -> tuple[str, dict[str, str], dict[str, str]]:
+        """(label, data files with their hashes, generator settings) of one source."""
+        if source == "files":
+            found = self._official_files()
+            if found is None:
+                raise UserError(f"bAbI task {self.babi_id}: no {self.cfg.data_set} files under {data_dir()} "
+                                f"({data_dir_label()}); expected e.g. {data_dir()}/babi/{self.cfg.data_set}/")
+            files, label = found
+            return label, {data_relative(path): file_digest(path) for path in sorted(set(files.values()))}, {}
+        return f"generator: bAbI task {self.babi_id}", {}, self._generator_params()
+
+    def describe_data(self) -> dict[str, Any]:
+        """The data this run will read and its fingerprint (part of the run id): the official files' hashes,
+        or the generator's version and settings (its output is a function of them); likewise for the sources
+        of ``task.test_on``."""
+        label, files, params = self._describe_source(self.resolve_source())
+        for source in self.test_sources():
+            _, more_files, more_params = self._describe_source(source)
+            files.update(more_files)
+            params.update({f"{source}.{key}": value for key, value in more_params.items()})
+        return {"source": label, "files": files, "fingerprint": fingerprint({**files, **params})}
+
+    def test_sources(self) -> list[str]:
+        """The other sources to test on (``task.test_on``), without the one the run trains on."""
+        main = self.resolve_source()
+        return [str(s) for s in dict.fromkeys(self.cfg.get("test_on") or []) if s != main]
 
     def resolve_source(self) -> str:
         """``files`` or ``generator``: what ``source: auto`` means on this machine. The launcher writes it
@@ -157,6 +200,12 @@ class BabiTask:
         max_words = max(max_words, *(len(s.question) for samples in splits.values() for s in samples))
         tensors = {name: vectorize(samples, vocab, limit, max(max_story, 1), max_words)
                    for name, samples in splits.items()}
+        extra, notes = {}, []
+        for other in self.test_sources():
+            files_other, label_other = self._official_files() if other == "files" else self._generated_files()
+            samples = read_samples(files_other["test"])
+            extra[other] = vectorize(samples, vocab, limit, max(max_story, 1), max_words)
+            notes.append(f"also tested on {label_other}")
         info = {
             "vocab_size": len(vocab),
             "num_classes": len(vocab),
@@ -166,7 +215,7 @@ class BabiTask:
             "answers": sorted({s.answer for s in train}),
         }
         return TaskData(train=tensors["train"], val=tensors["val"], test=tensors["test"], info=info,
-                        source=source)
+                        source="; ".join([source, *notes]), extra_test=extra)
 
 
 def _generated_name(babi_id: int, split: str) -> str:
@@ -190,11 +239,11 @@ def vectorize(samples: list[Sample], vocab: dict[str, int], limit: int, max_stor
     target = np.zeros(n, dtype=np.int64)  # [N]
     unk = vocab[UNK]
     for i, sample in enumerate(samples):
-        kept = sample.story[-limit:]
+        kept = sample.story[-min(limit, max_story):]
         story_len[i] = len(kept)
         for t, sentence in enumerate(kept):
-            story[i, t, : len(sentence)] = [vocab.get(w, unk) for w in sentence]
-        query[i, : len(sample.question)] = [vocab.get(w, unk) for w in sample.question]
+            story[i, t, : min(len(sentence), max_words)] = [vocab.get(w, unk) for w in sentence[:max_words]]
+        query[i, : min(len(sample.question), max_words)] = [vocab.get(w, unk) for w in sample.question[:max_words]]
         target[i] = vocab.get(sample.answer, unk)
     arrays = {"story": story, "story_len": story_len, "query": query, "target": target}
     return TensorDictDataset({name: torch.from_numpy(array) for name, array in arrays.items()})

@@ -14,6 +14,8 @@ from omegaconf import OmegaConf
 
 from harness.errors import UserError
 
+LEVELS_VERSION = "levels v1"  # bump when the same seed would draw other levels
+
 
 def _split(env_config: Any) -> tuple[dict[str, Any], int | None]:
     config = dict(env_config)
@@ -55,6 +57,11 @@ class _BoxWorldTaskBase:
         config = OmegaConf.to_container(self.cfg.task.env, resolve=True)
         assert isinstance(config, dict)
         return config
+
+    def describe_data(self) -> dict[str, Any]:
+        """Levels come from the env's own generator, seeded per episode; its settings are in the config."""
+        return {"source": f"generator: {self.cfg.task.name} levels ({LEVELS_VERSION})", "files": {},
+                "fingerprint": LEVELS_VERSION}
 
 
 class BoxWorldTask(_BoxWorldTaskBase):

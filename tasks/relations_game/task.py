@@ -23,7 +23,8 @@ import torch
 
 from harness.data import TaskData, TensorDictDataset
 from harness.errors import UserError
-from harness.paths import cache_dir, data_dir
+from harness.paths import cache_dir, data_dir, data_relative, shown_path
+from harness.provenance import file_digest, fingerprint
 from harness.runs import atomic_write
 from tasks.relations_game.generator import GENERATOR_VERSION, OBJECT_SETS, TASKS, can_draw, generate
 from tasks.relations_game.real_data import MINI_SETS, load_mini
@@ -66,6 +67,22 @@ class RelationsGameTask:
 
     def resolve_source(self) -> str:
         return "generator"
+
+    def _real_files(self) -> list:
+        """The released mini sets that hold examples of this run's tasks and are present."""
+        if not self.cfg.real_sets:
+            return []
+        folder = data_dir() / "relations_game"
+        return [folder / mini.file_name for mini in MINI_SETS.values()
+                if (folder / mini.file_name).exists() and set(mini.task_names) & set(self.tasks)]
+
+    def describe_data(self) -> dict[str, Any]:
+        """The generator's version and settings (its images are a function of them) and the hashes of the real
+        mini sets the run tests on: the run's data fingerprint."""
+        params = {"generator": f"relations_game v{GENERATOR_VERSION}", "data_seed": str(self.cfg.data_seed)}
+        files = {data_relative(path): file_digest(path) for path in self._real_files()}
+        return {"source": f"generator: Relations Game v{GENERATOR_VERSION}", "files": files,
+                "fingerprint": fingerprint({**params, **files})}
 
     # generated splits --------------------------------------------------------------------------
     def _split(self, split: str, object_set: str, n: int, tasks: list[str] | None = None) -> dict[str, np.ndarray]:
@@ -129,11 +146,11 @@ class RelationsGameTask:
         real = self._real_sets() if self.cfg.real_sets else {}
         extra.update(real)
         source = (f"generator: Relations Game {'+'.join(self.tasks)}, seed {self.cfg.data_seed}, {n_train} "
-                  f"{train_set} training images (cached in {cache_dir() / 'relations_game'})")
+                  f"{train_set} training images (cached in {shown_path(cache_dir() / 'relations_game')})")
         if skipped:
             source += f"; not tested (the object set has one shape): {', '.join(skipped)}"
         if real:
-            source += f"; real mini sets from {data_dir() / 'relations_game'}: {', '.join(sorted(real))}"
+            source += f"; real mini sets from {shown_path(data_dir() / 'relations_game')}: {', '.join(sorted(real))}"
         info = {
             "image_shape": IMAGE_SHAPE,
             "num_classes": max(TASKS[name] for name in self.tasks),

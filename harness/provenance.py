@@ -1,0 +1,157 @@
+"""Where a run's numbers came from: the code, the packages, the machine, and the data.
+
+* :func:`git_info`, :func:`package_versions`, :func:`machine_info`: recorded for every attempt of a run.
+* :func:`code_files`: the project's source files that computed the run (the task's, the model's and the
+  training code the run imported), each with a hash of its syntax tree without docstrings, so a change in
+  comments, docstrings or layout does not count but any change in what runs does. :func:`stale_files`
+  compares a run's record with the checkout: a completed run whose code has changed since is *stale*.
+* :func:`file_digest`: the hash of a data file, for a task's data fingerprint.
+
+Files that organise runs but cannot change their numbers (the command line, the run store, tracking, the
+registry and config composition, whose output is the stored config itself) are left out of the code record.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import platform
+import socket
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from harness import PROJECT_ROOT
+
+CODE_PACKAGES = ("harness", "tasks", "models")
+NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "harness/registry.py",
+                 "harness/config.py", "harness/schema.py", "harness/errors.py", "harness/paths.py",
+                 "harness/provenance.py", "harness/publish.py", "harness/__init__.py", "harness/runners/tune.py",
+                 "harness/runners/ray_session.py")
+PACKAGES = ("torch", "lightning", "omegaconf", "numpy", "ray", "gymnasium", "wandb")
+
+
+def git_info(root: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """The commit the code came from and whether the tree had uncommitted changes to tracked files."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5,
+                                check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                    capture_output=True, text=True, timeout=5, check=True).stdout.strip())
+        return {"commit": commit, "dirty": dirty}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
+    """Python's version and those of the installed packages among ``names`` (only those present)."""
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def machine_info() -> dict[str, Any]:
+    """The host, its processor and operating system, its CPUs and (when present and imported) GPU."""
+    info: dict[str, Any] = {"host": socket.gethostname(), "system": platform.platform(terse=True),
+                            "machine": platform.machine(), "cpus": os.cpu_count()}
+    processor = _cpu_model()
+    if processor:
+        info["processor"] = processor
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        info["torch_threads"] = torch.get_num_threads()
+        if torch.cuda.is_available():
+            info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def source_digest(path: Path) -> str:
+    """A hash of what a Python file does: its syntax tree without docstrings (comments never reach it)."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        tree = _strip_docstrings(ast.parse(text))
+        payload = ast.dump(tree, annotate_fields=False, include_attributes=False)
+    except SyntaxError:
+        payload = text
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _project_file(module: Any, root: Path) -> str | None:
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    try:
+        rel = Path(path).resolve().relative_to(root)
+    except ValueError:
+        return None
+    if rel.suffix != ".py" or rel.parts[0] not in CODE_PACKAGES or rel.as_posix() in NOT_COMPUTING:
+        return None
+    return rel.as_posix()
+
+
+def code_files(root: Path = PROJECT_ROOT) -> dict[str, str]:
+    """``{relative path: digest}`` of every project source file this process has imported that can change a
+    run's numbers (see the module docstring)."""
+    files = {rel for module in list(sys.modules.values()) if (rel := _project_file(module, root))}
+    return {rel: source_digest(root / rel) for rel in sorted(files)}
+
+
+def fingerprint(items: dict[str, str]) -> str:
+    """One short hash of a ``{name: digest}`` mapping."""
+    text = "\n".join(f"{name} {digest}" for name, digest in sorted(items.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def stale_files(recorded: dict[str, str] | None, root: Path = PROJECT_ROOT) -> list[str]:
+    """The recorded source files that differ from (or are missing in) the checkout at ``root``; empty when the
+    run's code is the checkout's, or when the run recorded none (then nothing can be said)."""
+    changed = []
+    for rel, digest in sorted((recorded or {}).items()):
+        path = root / rel
+        if not path.exists():
+            changed.append(f"{rel} (removed)")
+        elif source_digest(path) != digest:
+            changed.append(rel)
+    return changed
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a data file's bytes (first 16 hex digits)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+def attempt_record(started_at: str) -> dict[str, Any]:
+    """What one attempt of a run records when it starts: code commit, dirty flag, packages, machine."""
+    return {"started_at": started_at, "finished_at": None, "status": "running", "git": git_info(),
+            "versions": package_versions(), "machine": machine_info()}

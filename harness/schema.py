@@ -1,0 +1,154 @@
+"""Types, choices and ranges of configuration keys: what makes a config unable to lie.
+
+Every leaf of a composed configuration has a type. Where its default is a number, a bool, a list or a
+mapping, the type is that of the default. Where the default is ``null`` or a string, the type must be
+declared in a ``schema`` section (``harness/schema.yaml`` for the harness's keys, the ``schema`` section of
+a task's or model's YAML for its own), keyed by the dotted name::
+
+    schema:
+      train.stop_at: {type: float, nullable: true, min: 0}
+      optim.name: {choices: [adam, adamw, tf1_nadam, tf1_rmsprop, sgd]}
+      task.env.solution_length: {type: [int, list]}
+
+Fields: ``type`` (``int``, ``float``, ``bool``, ``str``, ``list``, ``dict``, or a list of them), ``nullable``
+(default false), ``choices`` (the allowed values; implies the type of the first), ``min`` / ``max``
+(numbers; for lists, every item), ``items`` (the type of every item of a list). A declared entry may also
+refine a key whose default is typed (e.g. ``train.batch_size: {min: 1}``). :func:`check_value` names the
+key, the value and what was expected, as one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from harness.errors import UserError
+
+TYPES: dict[str, tuple[type, ...]] = {
+    "int": (int,), "float": (int, float), "bool": (bool,), "str": (str,), "list": (list, ListConfig),
+    "dict": (dict, DictConfig),
+}
+FIELDS = ("type", "nullable", "choices", "min", "max", "items")
+
+
+@dataclass(frozen=True)
+class KeyType:
+    """What one key accepts."""
+
+    types: tuple[str, ...]
+    nullable: bool = False
+    choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    items: str | None = None
+
+    def describe(self) -> str:
+        if self.choices is not None:
+            text = "one of " + ", ".join(map(str, self.choices))
+        else:
+            text = " or ".join(f"a{'n' if t == 'int' else ''} {t}" for t in self.types)
+            if self.minimum is not None and self.maximum is not None:
+                text += f" in [{_num(self.minimum)}, {_num(self.maximum)}]"
+            elif self.minimum is not None:
+                text += f" >= {_num(self.minimum)}"
+            elif self.maximum is not None:
+                text += f" <= {_num(self.maximum)}"
+        return text + (" (or null)" if self.nullable else "")
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def _type_name(value: Any) -> str | None:
+    """The schema type of a default value; None for null and strings, which must be declared."""
+    if value is None or isinstance(value, str):
+        return None
+    for name in ("bool", "int", "float", "list", "dict"):  # bool before int: True is an int in Python
+        if isinstance(value, TYPES[name]) and not (name == "int" and isinstance(value, bool)):
+            return name
+    return None
+
+
+def parse_entry(key: str, entry: Any, where: str) -> dict[str, Any]:
+    """One ``schema`` entry, checked; a mistake in it is the developer's and names the file."""
+    if not isinstance(entry, Mapping):
+        raise UserError(f"{where}: schema entry '{key}' must be a mapping such as {{type: float, nullable: true}}")
+    unknown = sorted(set(entry) - set(FIELDS))
+    if unknown:
+        raise UserError(f"{where}: schema entry '{key}' has unknown field(s) {', '.join(unknown)}; "
+                        f"known: {', '.join(FIELDS)}")
+    types = entry.get("type")
+    for name in [types] if isinstance(types, str) else list(types or []):
+        if name not in TYPES:
+            raise UserError(f"{where}: schema entry '{key}' has type {name!r}; one of {', '.join(TYPES)}")
+    if entry.get("items") is not None and entry["items"] not in TYPES:
+        raise UserError(f"{where}: schema entry '{key}' has items {entry['items']!r}; one of {', '.join(TYPES)}")
+    return dict(entry)
+
+
+def key_type(key: str, default: Any, declared: Mapping[str, Any] | None) -> KeyType | None:
+    """The type of ``key`` from its declaration and its default; None when it is neither declared nor
+    typed by its default (a null or string default without a ``schema`` entry)."""
+    inferred = _type_name(default)
+    if declared is None:
+        return KeyType((inferred,)) if inferred else None
+    types = declared.get("type")
+    choices = declared.get("choices")
+    if types is None and choices:
+        types = _type_name(choices[0]) or "str"
+    if types is None:
+        types = inferred
+    if types is None:
+        return None
+    return KeyType(
+        types=(types,) if isinstance(types, str) else tuple(types),
+        nullable=bool(declared.get("nullable", False)),
+        choices=tuple(choices) if choices else None,
+        minimum=declared.get("min"), maximum=declared.get("max"), items=declared.get("items"),
+    )
+
+
+def _is(value: Any, name: str) -> bool:
+    if name in ("int", "float") and isinstance(value, bool):
+        return False
+    return isinstance(value, TYPES[name])
+
+
+def check_value(key: str, value: Any, kind: KeyType, origin: str = "") -> None:
+    """Raise a one-line UserError when ``value`` does not fit ``kind``."""
+    def fail() -> None:
+        shown = OmegaConf.to_container(value) if isinstance(value, DictConfig | ListConfig) else value
+        raise UserError(f"bad value for '{key}'{origin}: {shown!r} is not {kind.describe()}")
+
+    if value is None:
+        if not kind.nullable:
+            fail()
+        return
+    if kind.choices is not None:
+        if value not in kind.choices or isinstance(value, bool) != isinstance(kind.choices[0], bool):
+            fail()
+        return
+    if not any(_is(value, name) for name in kind.types):
+        fail()
+    numbers = list(value) if isinstance(value, list | ListConfig) else [value]
+    if isinstance(value, list | ListConfig) and kind.items is not None:
+        if not all(_is(item, kind.items) for item in numbers):
+            fail()
+    for number in numbers:
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            continue
+        if (kind.minimum is not None and number < kind.minimum) or (kind.maximum is not None and number > kind.maximum):
+            fail()
+
+
+def leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """``(dotted key, value)`` for every leaf of a config; lists are leaves, empty mappings too."""
+    if isinstance(node, DictConfig | dict) and (len(node) or not prefix):
+        for key in node:
+            yield from leaves(node[key], f"{prefix}{key}.")
+        return
+    yield prefix.rstrip("."), node
