@@ -1,6 +1,6 @@
 # The harness's entry points. Each target creates .venv and installs the pinned dependencies on first use.
 #   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
-#   make sweep SWEEP=sweeps/<name>.yaml | make report
+#   make sweep SWEEP=sweeps/<name>.yaml | make report | make publish RUNS="<run_id> ..." | make readme
 #   make test | make lint | make list | make perf | make sync | make clean
 
 PYTHON ?= python3
@@ -14,7 +14,7 @@ SEED ?= 0
 ARGS ?=
 FORCE ?=
 
-.PHONY: help install bench list sweep report runs validate test lint perf sync clean
+.PHONY: help install bench list sweep report runs publish readme validate test lint perf sync clean
 
 help:
 	@sed -n '1,5p' Makefile
@@ -44,6 +44,14 @@ report: $(STAMP)
 
 runs: $(STAMP)
 	@$(BIN)/harness runs
+
+# Copy completed runs into the tracked reference store results/ (the runs behind the README and the report).
+publish: $(STAMP)
+	$(BIN)/harness publish $(RUNS)
+
+# Rewrite the README's result tables from results/ (a test fails while they disagree).
+readme: $(STAMP)
+	$(BIN)/python -m reports.readme --write
 
 validate: $(STAMP)
 	@$(BIN)/harness validate --task $(TASK) --model $(MODEL) --profile $(PROFILE) --seed $(SEED) -- $(ARGS)

@@ -113,6 +113,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     return build_main(["--runs-dir", runs, "--out", args.out])
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    from harness.publish import RESULTS_DIR, describe, publish
+
+    results_dir = Path(args.to) if args.to else RESULTS_DIR
+    published = publish(list(args.runs), Path(args.runs_dir) if args.runs_dir else None, results_dir)
+    print(describe(published, results_dir))
+    return 0
+
+
+def cmd_retest(args: argparse.Namespace) -> int:
+    from harness.runners.retest import retest
+
+    added = retest(args.run, list(args.overrides), Path(args.runs_dir) if args.runs_dir else None)
+    print("  ".join(f"{k}={v:.4f}" for k, v in sorted(added.items()) if k.endswith("/acc")))
+    return 0
+
+
 def cmd_data(args: argparse.Namespace) -> int:
     if args.task != "babi":
         raise UserError(f"'harness data' can write generated data for: babi (not '{args.task}')")
@@ -138,6 +155,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from harness.provenance import stale_files
     from harness.runs import index
 
+    if args.reference:
+        from harness.publish import RESULTS_DIR
+
+        args.runs_dir = str(RESULTS_DIR)
     rows = [r for r in index(Path(args.runs_dir) if args.runs_dir else None)
             if (not args.task or r.get("task") == args.task) and (not args.model or r.get("model") == args.model)]
     if not rows:
@@ -191,7 +212,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", default=None)
     p.add_argument("--model", default=None)
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    p.add_argument("--reference", action="store_true", help="list the shipped reference runs (results/) instead")
     p.set_defaults(func=cmd_runs)
+    p = sub.add_parser("publish", help="copy completed runs into the tracked reference store (results/)")
+    p.add_argument("runs", nargs="+", help="run ids (from `harness runs`) or run directories")
+    p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    p.add_argument("--to", default=None, help="the reference store (default: results/ in the repository)")
+    p.set_defaults(func=cmd_publish)
+    p = sub.add_parser("retest", help="test a completed run on other data (task.* settings) without retraining")
+    p.add_argument("run", help="a run id (from `harness runs`) or a run directory")
+    p.add_argument("overrides", nargs="+", help="task settings naming the new test data, e.g. task.test_on=[files]")
+    p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    p.set_defaults(func=cmd_retest)
     p = sub.add_parser("data", help="write a task's generated data in its official file format")
     p.add_argument("task")
     p.add_argument("--out", required=True)

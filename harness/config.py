@@ -311,6 +311,17 @@ def compose(
     return Composed(cfg=cfg, task=task, model=model)
 
 
+def recompose(stored: dict[str, Any], overrides: list[str], registry: Registry = REGISTRY) -> Composed:
+    """A stored run's resolved config with ``overrides`` applied, checked against today's key types (for
+    commands that reuse a trained run, such as ``harness retest``)."""
+    task_name, model_name = str(stored["task"]["name"]), str(stored["model"]["name"])
+    _, types, task, model = _compose_tree(task_name, model_name, str(stored.get("profile", "cpu")), [], registry)
+    tree = _apply_overrides(copy.deepcopy(stored), list(overrides), types)
+    cfg = OmegaConf.create(tree)
+    OmegaConf.set_struct(cfg, True)
+    return Composed(cfg=cfg, task=task, model=model)
+
+
 def check_registry(registry: Registry = REGISTRY) -> int:
     """Compose every runnable (task, model) pair at every profile: a typo, an untyped key or a bad value in
     any task, model, pair or profile file fails here, with the file's name. Returns the number composed."""

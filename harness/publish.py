@@ -1,0 +1,119 @@
+"""``harness publish RUN...``: copy completed runs from the run store into the tracked reference store.
+
+The reference store (``results/`` at the repository root) has the run store's layout,
+``results/<task>/<model>/<run_id>/``, and holds the runs behind every number the README and the report's
+paper pages show. A published run keeps what a reader needs to trace and redraw its numbers (results.json,
+config.yaml, metrics.csv, analysis outputs, and the same for each curriculum stage) and leaves out what only
+resuming needs (checkpoints, the W&B mirror, files set aside as damaged). The store has a size budget
+(:data:`BUDGET_BYTES`): a publication that would pass it is refused whole.
+
+A run is named by its directory or by its run id (looked up in the run store). Only completed runs are
+published; publishing a run again replaces its earlier copy.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import PROJECT_ROOT
+from harness.errors import UserError
+from harness.runs import Run, default_runs_dir
+
+RESULTS_DIR = PROJECT_ROOT / "results"
+BUDGET_BYTES = 30 * 1024**2
+KEPT_FILES = ("results.json", "config.yaml", "metrics.csv")
+KEPT_FOLDERS = ("analysis",)
+
+
+@dataclass(frozen=True)
+class Published:
+    run_id: str
+    path: Path
+    size: int
+
+
+def store_size(root: Path) -> int:
+    """Bytes of every file under ``root``."""
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.exists() else 0
+
+
+def find_run(name: str, runs_dir: Path) -> Run:
+    """A run directory named by its path or by its run id."""
+    path = Path(name)
+    if (path / "results.json").exists():
+        return Run(path)
+    matches = sorted(runs_dir.glob(f"*/*/{name}/results.json"))
+    if not matches:
+        raise UserError(f"no run '{name}' in {runs_dir} (give a run id from `harness runs` or a run directory)")
+    return Run(matches[0].parent)
+
+
+def _copy_kept(source: Path, target: Path) -> None:
+    """The files a reader needs, from one run (or stage) directory."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in KEPT_FILES:
+        if (source / name).is_file():
+            shutil.copy2(source / name, target / name)
+    for folder in KEPT_FOLDERS:
+        if (source / folder).is_dir():
+            shutil.copytree(source / folder, target / folder, ignore=shutil.ignore_patterns("*.damaged-*", ".*"))
+
+
+def _checked(run: Run) -> dict:
+    problem = run.damage()
+    if problem:
+        raise UserError(f"{run.path}: {problem}; cannot publish it")
+    results = run.read_results()
+    if results.get("status") != "completed":
+        raise UserError(f"{run.path}: status {results.get('status')!r}; only completed runs are published")
+    return results
+
+
+def publish(names: list[str], runs_dir: Path | None = None, results_dir: Path = RESULTS_DIR,
+            budget: int = BUDGET_BYTES) -> list[Published]:
+    """Copy the named runs into ``results_dir``; all or nothing."""
+    runs_dir = runs_dir or default_runs_dir()
+    runs = [find_run(name, runs_dir) for name in names]
+    staged: list[tuple[Run, dict, Path]] = []
+    staging = Path(tempfile.mkdtemp(prefix=".publish-", dir=results_dir.parent))
+    try:
+        for run in runs:
+            results = _checked(run)
+            target = staging / str(results["task"]) / str(results["model"]) / str(results["run_id"])
+            _copy_kept(run.path, target)
+            stages = run.path / "stages"
+            if stages.is_dir():
+                for stage in sorted(p for p in stages.iterdir() if p.is_dir()):
+                    _copy_kept(stage, target / "stages" / stage.name)
+            staged.append((run, results, target))
+        replaced = sum(store_size(results_dir / t.relative_to(staging)) for _, _, t in staged)
+        total = store_size(results_dir) - replaced + store_size(staging)
+        if total > budget:
+            raise UserError(f"publishing would make {results_dir} {total / 2**20:.1f} MiB, over its budget of "
+                            f"{budget / 2**20:.0f} MiB; publish fewer runs or drop analysis files")
+        published = []
+        for _, results, target in staged:
+            final = results_dir / target.relative_to(staging)
+            if final.exists():
+                shutil.rmtree(final)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(target), final)
+            published.append(Published(str(results["run_id"]), final, store_size(final)))
+        return published
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def describe(published: list[Published], results_dir: Path = RESULTS_DIR) -> str:
+    lines = [f"published {p.run_id} ({p.size / 1024:.0f} KiB) -> {p.path}" for p in published]
+    lines.append(f"{results_dir}: {store_size(results_dir) / 2**20:.2f} MiB of {BUDGET_BYTES / 2**20:.0f} MiB")
+    return "\n".join(lines)
+
+
+def load_index(results_dir: Path = RESULTS_DIR) -> list[dict]:
+    """Every published run's results.json (for tests and tools)."""
+    return [json.loads(p.read_text()) for p in sorted(results_dir.glob("*/*/*/results.json"))]

@@ -1,0 +1,67 @@
+"""The reference store: `harness publish` copies what a reader needs, and the shipped results/ keeps its promises
+(small, completed runs only, no checkpoints, no machine paths, every run with its provenance)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import UserError
+from harness.publish import BUDGET_BYTES, RESULTS_DIR, publish, store_size
+
+SMOKE = ["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke"]
+
+
+def smoke_run(runs: Path) -> Path:
+    assert main([*SMOKE, "--runs-dir", str(runs)]) == 0
+    (results,) = runs.glob("*/*/*/results.json")
+    return results.parent
+
+
+def test_publish_copies_a_completed_run_without_checkpoints(env, tmp_path, capsys):
+    runs, store = tmp_path / "runs", tmp_path / "results"
+    run = smoke_run(runs)
+    assert (run / "checkpoints" / "last.ckpt").exists()
+    assert main(["publish", run.name, "--runs-dir", str(runs), "--to", str(store)]) == 0
+    copy = store / "babi" / "lstm" / run.name
+    assert sorted(p.name for p in copy.iterdir()) == ["config.yaml", "metrics.csv", "results.json"]
+    assert json.loads((copy / "results.json").read_text()) == json.loads((run / "results.json").read_text())
+    assert "published" in capsys.readouterr().out
+    again = publish([str(run)], runs, store)  # by directory; replaces the earlier copy
+    assert [p.run_id for p in again] == [run.name] and len(list(store.glob("*/*/*/results.json"))) == 1
+
+
+def test_publish_refuses_unfinished_unknown_and_oversized(env, tmp_path):
+    runs, store = tmp_path / "runs", tmp_path / "results"
+    run = smoke_run(runs)
+    with pytest.raises(UserError, match="no run 'nope'"):
+        publish(["nope"], runs, store)
+    with pytest.raises(UserError, match="over its budget"):
+        publish([run.name], runs, store, budget=100)
+    assert not store.exists() or store_size(store) == 0  # nothing half-published
+    results = json.loads((run / "results.json").read_text())
+    (run / "results.json").write_text(json.dumps({**results, "status": "interrupted"}))
+    with pytest.raises(UserError, match="only completed runs are published"):
+        publish([run.name], runs, store)
+    (run / "results.json").write_text('{"status": "compl')
+    with pytest.raises(UserError, match="not readable JSON"):
+        publish([run.name], runs, store)
+
+
+def test_shipped_reference_store_is_small_complete_and_portable():
+    """What results/ holds: completed runs with their config, curves and provenance; no checkpoints, no W&B
+    files, no absolute paths of the machine they ran on; within the size budget."""
+    assert store_size(RESULTS_DIR) <= BUDGET_BYTES
+    runs = sorted(RESULTS_DIR.glob("*/*/*/results.json"))
+    for path in runs:
+        results = json.loads(path.read_text())
+        run = path.parent
+        assert results["status"] == "completed", run
+        assert results["run_id"] == run.name and (run / "config.yaml").exists() and (run / "metrics.csv").exists()
+        assert not (run / "checkpoints").exists() and not (run / "wandb").exists(), run
+        assert results["code"]["files"] and results["data"]["fingerprint"], run
+        assert all(a["git"]["commit"] for a in results["attempts"]), run
+        assert "/work/" not in json.dumps(results.get("data_source")) and str(Path.home()) not in path.read_text()

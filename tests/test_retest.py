@@ -1,0 +1,51 @@
+"""`harness retest`: a run trained on generated bAbI data, tested on the official files after training, gives
+exactly what a run trained the same way with the official test set attached from the start reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import UserError
+from harness.runners.retest import retest
+from tests.conftest import requires_real_babi
+
+SMOKE = ["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "task.source=generator",
+         "train.limit_eval_batches=null"]  # whole test splits, as a retest evaluates them
+
+
+@requires_real_babi
+def test_retest_on_official_files_equals_testing_on_them_from_the_start(env, tmp_path):
+    plain, attached = tmp_path / "plain", tmp_path / "attached"
+    assert main([*SMOKE, "--runs-dir", str(plain)]) == 0
+    assert main([*SMOKE, "task.test_on=[files]", "--runs-dir", str(attached)]) == 0
+    (run,) = plain.glob("*/*/*/results.json")
+    (reference,) = attached.glob("*/*/*/results.json")
+    assert run.parent.name != reference.parent.name  # other data attached: another run id
+    added = retest(run.parent.name, ["task.test_on=[files]"], plain)
+    expected = json.loads(reference.read_text())["metrics"]
+    assert set(added) == {"test_files/acc", "test_files/loss", "test_files/error"}
+    assert added["test_files/acc"] == pytest.approx(expected["test_files/acc"], abs=1e-6)
+    assert added["test_files/loss"] == pytest.approx(expected["test_files/loss"], rel=1e-5)
+    results = json.loads(run.read_text())
+    assert results["metrics"]["test_files/acc"] == added["test_files/acc"]
+    (record,) = results["retests"]
+    assert record["splits"] == ["test_files"] and record["data"]["files"] and record["git"]["commit"]
+    with pytest.raises(UserError, match="no new test split"):
+        retest(run.parent.name, ["task.test_on=[files]"], plain)
+    with pytest.raises(UserError, match="not a task.\\* setting"):
+        retest(run.parent.name, ["optim.lr=1"], plain)
+    assert main(["retest", "nope", "task.test_on=[files]", "--runs-dir", str(plain)]) == 2
+
+
+def test_retest_refuses_a_run_without_a_checkpoint(env, tmp_path):
+    runs = tmp_path / "runs"
+    assert main([*SMOKE, "--runs-dir", str(runs)]) == 0
+    (run,) = runs.glob("*/*/*/results.json")
+    for ckpt in (run.parent / "checkpoints").glob("*.ckpt"):
+        ckpt.unlink()
+    with pytest.raises(UserError, match="no intact checkpoint"):
+        retest(str(run.parent), ["task.test_on=[files]"], Path(runs))
