@@ -1,8 +1,9 @@
 """Optimisers, including the TF1 semantics the reference implementations trained with, and the
 learning-rate policy (warm-up, one-off decay on a validation-loss threshold).
 
-``tf1_nadam`` is ``tf.contrib.opt.NadamOptimizer`` as TF1 computes it: the Adam kernel with
-``use_nesterov=True`` (REFERENCE.md §1.5)::
+``tf1_nadam`` is ``tf.contrib.opt.NadamOptimizer`` as TF1 computes it, the optimiser of ischlag/TPR-RNN
+(tpr_rnn_graph.py): the Adam kernel with ``use_nesterov=True`` (tensorflow/tensorflow,
+tensorflow/contrib/opt/python/training/nadam_optimizer.py)::
 
     m_t  = b1 m + (1 - b1) g
     v_t  = b2 v + (1 - b2) g^2
@@ -12,10 +13,11 @@ learning-rate policy (warm-up, one-off decay on a validation-loss threshold).
 It is not ``torch.optim.NAdam``, which follows Dozat's momentum schedule
 ``mu_t = b1 (1 - 0.5 * 0.96^(0.004 t))`` and does not reduce to the above for any setting.
 
-``tf1_rmsprop`` is ``tf.train.RMSPropOptimizer`` (uncentered), which the 2-simplicial Transformer's
-IMPALA agents trained with (REFERENCE.md §2.4: decay 0.99, momentum 0, epsilon 0.1)::
+``tf1_rmsprop`` is ``tf.train.RMSPropOptimizer`` (uncentered; tensorflow/tensorflow,
+tensorflow/python/training/rmsprop.py), which the 2-simplicial Transformer's IMPALA agents trained with
+(Clift et al., ICLR 2020, §5 and Table 1: decay 0.99, momentum 0, epsilon 0.1; Appendix E on the large epsilon)::
 
-    ms    = 1 at the start                      (TF1 initialises the mean square to ones)
+    ms    = 1 at the start                      (TF1 initialises the mean square to ones, ``_create_slots``)
     ms    = decay ms + (1 - decay) g^2
     mom   = momentum mom + lr g / sqrt(ms + eps)   (epsilon inside the root)
     theta <- theta - mom
@@ -128,7 +130,8 @@ def build_optimizer(params: Iterable[Any], cfg: Any) -> Optimizer:
 
 
 class LearningRatePolicy:
-    """The reference TPR-RNN schedule, generalised (REFERENCE.md §1.5).
+    """The reference TPR-RNN schedule, generalised (ischlag/TPR-RNN, tpr_rnn_graph.py: ``warm_up_steps`` 50,
+    ``warm_up_factor`` 0.1, ``decay_thresh`` 0.1, ``decay_factor`` 0.5).
 
     * warm-up: steps ``0..warmup_steps`` inclusive run at ``lr * warmup_factor`` (TF code: full lr
       only once ``i > 50``);

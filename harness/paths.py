@@ -49,5 +49,5 @@ def check_data_dir() -> None:
 
     value = os.environ.get("HARNESS_DATA_DIR")
     if value is not None and not Path(value).is_dir():
-        raise UserError(f"HARNESS_DATA_DIR={value} is not a folder; point it at the data (e.g. ../shared/data) "
+        raise UserError(f"HARNESS_DATA_DIR={value} is not a folder; point it at the folder holding the datasets "
                         "or unset it to use ./data and the generators")

@@ -12,9 +12,11 @@ iteration appends one row to ``metrics.csv`` (step = environment steps) and mirr
 At the end the policy plays ``rl.eval_episodes`` fresh episodes in the driver (actions sampled, as in
 training): ``eval/win_rate``, ``eval/win_rate/<puzzle type>``, ``eval/episode_return``.
 
-Settings for 2 cores (STACK.md §2.3): one EnvRunner stepping a batch of boards, the learner in the
-driver (``num_learners=0``: updates are synchronous), a 50 ms sampler timeout instead of IMPALA's busy
-poll, workers at niceness 0 (:mod:`harness.runners.ray_session`).
+Settings for 2 cores: one EnvRunner stepping a batch of boards, the learner in the driver
+(``num_learners=0``; ``IMPALAConfig`` in RLlib's ``ray/rllib/algorithms/impala/impala.py`` defaults to one remote
+learner, which would need a third CPU, and updates synchronously when ``num_learners`` is 0), a 50 ms sampler
+timeout instead of IMPALA's busy poll (``timeout_s_sampler_manager`` defaults to 0.0 there), workers at
+niceness 0 (:mod:`harness.runners.ray_session`).
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Two things differ between the RLlib the 2-simplicial Transformer paper used (0.7
 
 * **Optimiser.** RLlib 2.60's torch learners always build ``torch.optim.Adam``. These learners build
   the one named by ``learner_config_dict["optim"]`` through :func:`harness.optim.build_optimizer`,
-  e.g. ``tf1_rmsprop`` (REFERENCE.md §2.4: decay 0.99, momentum 0, epsilon 0.1 inside the root, mean
-  square initialised to 1). The learning rate stays with RLlib's scheduler (``config.lr``).
+  e.g. ``tf1_rmsprop`` (the paper's Table 1: decay 0.99, momentum 0, epsilon 0.1; as TF1's
+  ``RMSPropOptimizer`` computes it: epsilon inside the root, mean square initialised to 1). The learning rate
+  stays with RLlib's scheduler (``config.lr``).
 * **Loss reduction.** RLlib 0.7's IMPALA loss *summed* the policy, value and entropy terms over the
   train batch (``tf.reduce_sum``); 2.60 averages them. With RMSProp's epsilon = 0.1 inside the root,
   the scale matters: averaged gradients are ~1,000 times smaller, so ``sqrt(ms + 0.1)`` is dominated by

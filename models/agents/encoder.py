@@ -1,5 +1,5 @@
 """Observation -> entities, the input stage of the BoxWorld agents of Clift et al., ICLR 2020, §4.1
-(REFERENCE.md §2.3):
+(dmurfet/2simplicialtransformer, agent/agent_relational.py and agent/agent_simplicial.py):
 
     x = obs / 255                                        [B, H, W, 3] channels last (uint8 or float 0..255)
     F = ReLU(conv_{2x2, VALID}(ReLU(conv_{2x2, VALID}(x))))  12 then 24 channels   [B, 24, H-2, W-2]

@@ -1,4 +1,5 @@
-"""The agent shell of Clift et al., ICLR 2020, §4.1 (REFERENCE.md §2.3), around any registered central module:
+"""The agent shell of Clift et al., ICLR 2020, §4.1 (dmurfet/2simplicialtransformer, agent/agent_relational.py and
+agent/agent_simplicial.py), around any registered central module:
 
     e      = encoder(obs)                         [B, H, W, 3] -> [B, N, 64]      (models.agents.encoder)
     z      = central(e)                           [B, out_dim]   relational | simplicial | mha | predinet | ...

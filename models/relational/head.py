@@ -1,4 +1,5 @@
-"""Output MLP adapter (REFERENCE.md §3.2, last bullet; paper Table S1 "Output MLP"):
+"""Output MLP adapter (``output_hidden`` and ``output`` of ``PrediNet4MultiTask`` in
+google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb; paper Table S1 "Output MLP"):
 
     logits = W_2 ReLU(W_1 [R*, onehot(task)] + b_1) + b_2,   hidden 8, biases in both layers.
 

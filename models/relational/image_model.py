@@ -1,13 +1,14 @@
 """Relations Game models for the ``image`` interface: conv encoder -> central module -> output MLP
-(Shanahan et al., ICML 2020, §3 and Fig. 3; REFERENCE.md §3.2-3.3).
+(Shanahan et al., ICML 2020, §3 and Fig. 3; the notebook google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb).
 
     L      = encoder(image)                 [B, H, W, C] uint8 -> [B, 25, 34]   (models.relational.encoder)
     R*     = central(L)                     [B, 640]  PrediNet | MLP1 | MLP2 | RN | MHA (model.central)
     logits = head(R*, onehot(task_id))      [B, num_classes]                    (models.relational.head)
 
 Every parameter starts from the reference's init (truncated normal stddev 0.1, biases 0.1;
-models.relational.init). For the curriculum protocol (REFERENCE.md §3.3: pre-train; freeze input and
-central, re-initialise the output MLP; or freeze the input only and re-initialise central and output)
+models.relational.init). For the curriculum protocol (paper Fig. 3 and the notebook's multi-task experiment:
+pre-train; freeze input and central, re-initialise the output MLP; or freeze the input only and re-initialise
+central and output)
 the three parts are the attributes ``encoder``, ``central`` and ``head``, and ``reinit_head`` /
 ``reinit_central`` re-apply the paper init to one part.
 

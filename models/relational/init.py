@@ -1,5 +1,5 @@
-"""The reference's initialisation (REFERENCE.md §3.2): every weight ~ truncated normal with stddev 0.1,
-every bias = 0.1, in the input conv, the central module and the output MLP alike.
+"""The reference's initialisation (google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb): every weight ~ truncated
+normal with stddev 0.1, every bias = 0.1, in the input conv, the central module and the output MLP alike.
 
 The notebook uses Sonnet 2's ``TruncatedNormal(stddev=0.1)``, i.e. ``tf.random.truncated_normal``: a
 normal N(0, 0.1^2) whose draws beyond 2 stddev are re-drawn. The values therefore lie in [-0.2, 0.2] and

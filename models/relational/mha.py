@@ -1,5 +1,6 @@
 """Multi-head self-attention central module, the PrediNet paper's MHA baseline (Vaswani et al.,
-NeurIPS 2017, as used by Shanahan et al., ICML 2020, §3 and Table S1; REFERENCE.md §3.3):
+NeurIPS 2017, as used by Shanahan et al., ICML 2020, §3 and Table S1; ``SelfAttentionNet`` in
+google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb):
 
     Q^h = L W_Q^h,  K^h = L W_K^h   [B, N, 16];   V^h = L W_V^h   [B, N, 20]      no biases
     A^h = softmax_m(Q^h K^h^T)      [B, N, N]     softmax over the keys, *no* 1/sqrt(16) scaling

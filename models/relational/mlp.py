@@ -1,4 +1,5 @@
-"""MLP baselines' central modules (Shanahan et al., ICML 2020, §3 and Table S1; REFERENCE.md §3.3):
+"""MLP baselines' central modules (Shanahan et al., ICML 2020, §3 and Table S1; ``ConvNetMLP1L`` and
+``ConvNetMLP2L`` in google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb):
 
     MLP1: R* = ReLU(W flatten(L) + b)                              [B, N*D] -> [B, 640]
     MLP2: R* = ReLU(W_2 ReLU(W_1 flatten(L) + b_1) + b_2)          [B, N*D] -> [B, 1024] -> [B, 640]

@@ -1,4 +1,5 @@
-"""PrediNet central module (Shanahan et al., ICML 2020, §2 and Fig. 1; REFERENCE.md §3.2).
+"""PrediNet central module (Shanahan et al., ICML 2020, §2 and Fig. 1; ``PrediNet4MultiTask`` in
+google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb).
 
 Input L [B, N, D]: N entities whose last two features are their (x, y) position. With k heads, j
 relations and key size g (32, 16, 16 in the paper's experiments):
@@ -13,7 +14,7 @@ relations and key size g (32, 16, 16 in the paper's experiments):
 
 The paper's supplementary Table S1 lists k = 16 heads for the PrediNet, but its main text (§3),
 Fig. S13 and the reference notebook (HEADS_P = 32, CENTRAL_OUTPUT_SIZE = 640) use k = 32; we follow
-REFERENCE.md / the notebook (k = 32).
+the main text and the notebook (k = 32).
 
 Analysis hooks (paper §4 / Supplementary S2): ``last_attention`` keeps (A_1, A_2) of the last forward
 pass, detached, each [B, k, N]; ``head_mask`` ([k], bool or float; None = all heads) multiplies each

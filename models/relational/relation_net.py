@@ -1,5 +1,6 @@
 """Relation-net central module (Santoro et al., NeurIPS 2017, as the PrediNet paper's RN baseline:
-Shanahan et al., ICML 2020, §3 and Table S1; REFERENCE.md §3.3):
+Shanahan et al., ICML 2020, §3 and Table S1; ``RelationNet`` in google-deepmind/deepmind-research,
+PrediNet/PrediNet.ipynb):
 
     R* = mean_{i, j} ReLU(W_2 ReLU(W_1 [e_i, e_j]))      over all N^2 ordered pairs, i = j included
     W_1 [2D -> 256], W_2 [256 -> 640], no biases (Table S1 "Bias: No"; the notebook's RelationNet).

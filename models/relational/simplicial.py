@@ -1,5 +1,6 @@
 """2-simplicial attention and the 2-simplicial Transformer central module ``simplicial`` (Clift, Doryn,
-Murfet, Wallbridge, *Logic and the 2-Simplicial Transformer*, ICLR 2020, §2.2 and §4; REFERENCE.md §2.3).
+Murfet, Wallbridge, *Logic and the 2-Simplicial Transformer*, ICLR 2020, §2.2 and §4; dmurfet/2simplicialtransformer,
+agent/agent_simplicial.py).
 
 2-simplicial attention (one head of dim d = 48; K heads split d into K blocks of d / K, as the reference):
 queries come from the N standard entities only, keys and values from the M virtual entities only.
@@ -13,8 +14,9 @@ queries come from the N standard entities only, keys and values from the M virtu
 B [d, d, d] is learned (Glorot uniform). The clamp at 1e-12 before the square root is ours: eq. (11) is a
 sum of squares that rounding can push to (or just below) 0, where the square root's gradient is
 infinite; the clamp keeps it finite and changes the logit by at most 1e-6. The softmax runs over the
-virtual pairs only (REFERENCE.md §2.3; eq. (18) as printed sums its denominator over 1..N+M, which the
-reference code does not do). For a virtual entity the 2-simplicial output is its own u_i (eq. (19)).
+virtual pairs only (``multi_softmax`` over the last two axes in agent/agent_simplicial.py; eq. (18) as printed
+sums its denominator over 1..N+M, which the reference code does not do). For a virtual entity the 2-simplicial
+output is its own u_i (eq. (19)).
 
 B(u_j (x) u_k) depends on the virtual entities only, so it is computed once per example for the M^2
 pairs, in two contractions (M d^3 + M^2 d^2 multiplications), never per query.

@@ -1,5 +1,6 @@
 """The relational Transformer central module ``relational``: the baseline relational agent of Clift et al.,
-*Logic and the 2-Simplicial Transformer* (ICLR 2020), §2.1 and §4 (REFERENCE.md §2.3), itself modelled on
+*Logic and the 2-Simplicial Transformer* (ICLR 2020), §2.1 and §4 (dmurfet/2simplicialtransformer,
+agent/agent_relational.py), itself modelled on
 Zambaldi et al. (ICLR 2019). Also the pieces the 2-simplicial module (:mod:`models.relational.simplicial`)
 reuses: the masked 1-simplicial attention, the feed-forward network and the shared-weight depth loop.
 
@@ -11,7 +12,8 @@ With entities e [B, N, 64], per iteration t = 1..depth (eq. (3), (4), (7) with R
     c  = W_2 ReLU(W_1 a + b_1) + b_2                              [B, N, 64]   g_theta, hidden 64
     e' = LN'_t(e + c)                                             [B, N, 64]   eq. (5)
 
-The 1/sqrt(head_size) scaling is the reference code's (REFERENCE.md §2.3); eq. (4) as printed has none.
+The 1/sqrt(head_size) scaling is the reference code's (``sqrt_d`` in agent/agent_relational.py); eq. (4) as
+printed has none.
 The attention W and g_theta are shared across the iterations (the same layer objects, as in the reference
 agent); only the LayerNorms (per-feature gain and bias, eps 1e-5) are new per iteration. Afterwards the
 entities are max-pooled: out = max_n e''_n, out_dim = model_dim = 64 (paper §4.1).

@@ -1,19 +1,20 @@
 """TPR-RNN (Schlag & Schmidhuber, NeurIPS 2018): a recurrent tensor-product-representation memory for
-bAbI, as its reference implementation computes it (REFERENCE.md §1.2-1.5).
+bAbI, as its reference implementation computes it (ischlag/TPR-RNN, tpr_rnn_graph.py and lib.py; the
+equations are the paper's §4, the initialisation its Appendix A).
 
-Input module (§1.2)
+Input module (paper §4, eq. 5; Appendix A)
     E [V, S] word embedding with S = V (embedding width = vocabulary size), U(-0.1, 0.1);
     P [W, S] position weights, stored as ones and read as P / W (the TF variable's scaling);
     s_t = sum_w E[x_tw] * P_w      (padding id 0 is an ordinary row of E, as in the reference)
 
-Update module (§1.3, eqs. 4-14), per statement t, five 2-layer tanh MLPs on s_t:
+Update module (paper §4, eqs. 4-14), per statement t, five 2-layer tanh MLPs on s_t:
     e1, e2 in R^{d_e};  r1, r2, r3 in R^{d_r}
     F . (a, r) := sum_{e, r'} a_e r_r' F[e, r', :]          (unbinding)
     w^ = F_{t-1} . (e1, r1)   m^ = F_{t-1} . (e1, r2)   b^ = F_{t-1} . (e2, r3)      (eqs. 9, 11, 13)
     F_t = F_{t-1} + e1 (x) r1 (x) (e2 - w^) + e1 (x) r2 (x) (w^ - m^) + e2 (x) r3 (x) (e1 - b^)   (10, 12, 14)
     statements past the story's length do not update F (the reference's dynamic_rnn sequence_length).
 
-Inference module (§1.4, eqs. 17-20), question MLPs q_e1 in R^{d_e}, q_r1..q_r3 in R^{d_r}:
+Inference module (paper §4, eqs. 15-20), question MLPs q_e1 in R^{d_e}, q_r1..q_r3 in R^{d_r}:
     i1 = LN(F . (q_e1, q_r1));  i2 = LN(F . (i1, q_r2));  i3 = LN(F . (i2, q_r3))
     logits = (i1 + i2 + i3) Z,   Z [d_e, V] Glorot-uniform and trained (the PyTorch port froze it)
     LN: mean and biased variance over features, eps 1e-7, one scalar gain and one scalar bias per LN.
@@ -45,7 +46,7 @@ def glorot_uniform_(weight: torch.Tensor, fan_in: int, fan_out: int) -> torch.Te
 
 class MLPBank(nn.Module):
     """``n`` independent 2-layer MLPs ``tanh(W2 tanh(W1 x + b1) + b2)`` with the same output size,
-    evaluated together. Weights Glorot-uniform (per MLP), biases zero (REFERENCE.md §1.3)."""
+    evaluated together. Weights Glorot-uniform (per MLP), biases zero (``MLP`` in ischlag/TPR-RNN, lib.py)."""
 
     def __init__(self, n: int, d_in: int, d_hidden: int, d_out: int) -> None:
         super().__init__()
@@ -132,7 +133,7 @@ class TPRRNN(nn.Module):
             raise ValueError(f"model.memory must be one of {sorted(MEMORIES)}, got {cfg.memory!r}")
         self.memory_cls = MEMORIES[cfg.memory]
         self.d_e, self.d_r = d_e, d_r
-        symbol = vocab  # S = V (REFERENCE.md §1.2)
+        symbol = vocab  # S = V (paper Appendix A; ``c.symbol_size = c.vocab_size`` in tpr_rnn_graph.py)
         self.embedding = nn.Parameter(torch.empty(vocab, symbol).uniform_(-cfg.init_limit, cfg.init_limit))
         self.position_raw = nn.Parameter(torch.ones(words, symbol))  # read as P / W
         self.words = words

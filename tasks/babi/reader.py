@@ -5,7 +5,7 @@ Format (Weston et al. 2015): ``ID text`` lines, each ending with a newline; a qu
 outside a tab-separated question line (its tabs lost) and a file cut mid-line are format errors, never
 silently a statement or a shorter file. Every question
 yields one sample whose story is all the statements before it in its story (questions are not part
-of the story), as the TPR-RNN reference reader does (REFERENCE.md §1.6).
+of the story), as the TPR-RNN reference reader does (ischlag/TPR-RNN, preprocessor/reader.py, ``parse_stories``).
 
 Tokens: lower-cased words and punctuation marks, ``re.findall(r"\\w+|[^\\w\\s]+")``, which gives the
 tokens the reference tokenizer produced on Python 3.6 (its own pattern misbehaves on Python >= 3.7).

@@ -40,7 +40,7 @@ PAD, UNK = "<pad>", "<unk>"
 
 
 def story_limit(babi_id: int, configured: int | None) -> int:
-    """Statements kept before each question (REFERENCE.md §1.6: 70, or 130 for task 3)."""
+    """Statements kept before each question: 70, or 130 for task 3 (ischlag/TPR-RNN, preprocessor/reader.py)."""
     if configured is not None:
         return int(configured)
     return 130 if babi_id == 3 else 70

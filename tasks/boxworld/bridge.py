@@ -1,4 +1,5 @@
-"""Bridge BoxWorld, the environment of the 2-simplicial Transformer paper (§3.2, §5; REFERENCE §2.2).
+"""Bridge BoxWorld, the environment of the 2-simplicial Transformer paper (§3.2, §5; dmurfet/2simplicialtransformer,
+env/bridge_boxworld.py and the gym wrapper in notebooks/training.ipynb).
 
 A ``num_rows`` x ``num_cols`` board plus an inventory column on the right: observation uint8
 [num_rows, num_cols + 1, 3] (7 x 10 x 3 in the paper). Actions (reference order): 0 left, 1 up, 2 right, 3 down;

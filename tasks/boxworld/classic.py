@@ -1,4 +1,5 @@
-"""The original BoxWorld (Zambaldi et al. 2019) with pycolab ``box_world`` rules (REFERENCE §2.5).
+"""The original BoxWorld (Zambaldi et al. 2019) with pycolab ``box_world`` rules (google-deepmind/pycolab,
+pycolab/examples/research/box_world/box_world.py).
 
 An n x n room inside a 1-cell black border; observation uint8 [n+2, n+2, 3]. The player holds at most one key,
 shown in the top-left border cell (black when empty). Actions (pycolab order): 0 up, 1 down, 2 left, 3 right.

@@ -3,7 +3,8 @@
 Both envs take either keyword arguments or one mapping (RLlib passes its ``env_config`` dict positionally);
 unknown keys raise ``TypeError`` so a misspelt YAML key is not silently ignored. Ranges are inclusive
 ``(min, max)`` pairs sampled uniformly per episode; a single int means a fixed value; a YAML list of two ints
-is read as a range. A horizon of ``None`` or ``-1`` means no horizon (the reference convention, REFERENCE §2.2).
+is read as a range. A horizon of ``None`` or ``-1`` means no horizon (the reference convention: ``episode_horizon``
+-1 in the ``env_config`` of dmurfet/2simplicialtransformer, notebooks/training.ipynb).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class _FromMapping:
 
 @dataclass(frozen=True)
 class BoxWorldConfig(_FromMapping):
-    """Original BoxWorld (pycolab ``box_world`` defaults, REFERENCE §2.5).
+    """Original BoxWorld (defaults of google-deepmind/pycolab, pycolab/examples/research/box_world/box_world.py).
 
     n: room side (the observation adds a 1-cell border: (n+2) x (n+2)); solution_length: boxes on the path from
     the loose key to the gem, gem box included; num_distractors: forward distractor branches (each starts with a
@@ -94,12 +95,12 @@ class BoxWorldConfig(_FromMapping):
 
 @dataclass(frozen=True)
 class BridgeBoxWorldConfig(_FromMapping):
-    """Bridge BoxWorld (the 2-simplicial Transformer paper §3.2 and §5; REFERENCE §2.2).
+    """Bridge BoxWorld (the 2-simplicial Transformer paper §3.2 and §5; dmurfet/2simplicialtransformer).
 
-    Key names follow the reference notebook's ``env_config``; defaults are the paper's training setting: a 7 x 9
-    board, solution length L ~ U{1..3} for each of the two paths, a gem box with two locks (``multi_lock``), a
-    bridge in half of the episodes (``bridge_prob``), no other distractors, no horizon. ``episode_horizon`` is
-    the reference's name for ``horizon``.
+    Key names follow the reference notebook's ``env_config`` (notebooks/training.ipynb); defaults are the paper's
+    training setting: a 7 x 9 board, solution length L ~ U{1..3} for each of the two paths, a gem box with two
+    locks (``multi_lock``), a bridge in half of the episodes (``bridge_prob``), no other distractors, no horizon.
+    ``episode_horizon`` is the reference's name for ``horizon``.
     """
 
     num_rows: int = 7
@@ -145,7 +146,7 @@ class BridgeBoxWorldConfig(_FromMapping):
             raise ValueError(f"the worst case needs {colours} key colours but there are {MAX_COLOUR}")
 
     def slots(self) -> list[tuple[int, int]]:
-        """Box (key) positions (x, y): x in range(1, cols-1, 3), y in range(1, rows, 2) (REFERENCE §2.2)."""
+        """Box (key) positions (x, y): x in range(1, cols-1, 3), y in range(1, rows, 2) (env/bridge_boxworld.py)."""
         return [(x, y) for x in range(1, self.num_cols - 1, 3) for y in range(1, self.num_rows, 2)]
 
     def gem_slots(self) -> list[tuple[int, int]]:

@@ -3,7 +3,8 @@
 Seeding: ``reset(seed=s)`` seeds ``self.np_random`` (gymnasium's ``seeding.np_random``, a PCG64 Generator);
 ``reset()`` without a seed continues that generator's stream; the config's ``seed`` seeds it at construction.
 Only levels are random: ``step`` is deterministic, so the same seed gives the same levels and trajectories.
-(The reference bridge env calls ``random.seed()`` from OS entropy on every reset, REFERENCE §2.2.)
+(The reference bridge env calls ``random.seed()`` from OS entropy on every reset: the gym wrapper ``BoxWorld`` in
+dmurfet/2simplicialtransformer, notebooks/training.ipynb.)
 """
 
 from __future__ import annotations

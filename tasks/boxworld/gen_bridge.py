@@ -1,4 +1,5 @@
-"""Level generator of bridge BoxWorld (paper §3.2 and §5; REFERENCE §2.2, ``generatePuzzle``).
+"""Level generator of bridge BoxWorld (paper §3.2 and §5; ``generatePuzzle`` in dmurfet/2simplicialtransformer,
+env/bridge_boxworld.py).
 
 Colour indices (0 = gem) on a ``num_rows`` x ``num_cols`` board, boxes only in the slots x in {1, 4, 7},
 y in {1, 3, 5} (content at (x, y), lock at (x+1, y)); the player starts at (0, 0).
@@ -16,7 +17,7 @@ y in {1, 3, 5} (content at (x, y), lock at (x+1, y)); the player starts at (0, 0
 
 The reference shuffles all slots until the first is a legal gem slot; we draw the gem slot uniformly among the
 legal ones and shuffle the rest, which is the same distribution. Hues: the 20 HSV colours shuffled, white gem at
-index 0 (REFERENCE §2.2).
+index 0 (``createColoursArrayHSV`` in dmurfet/2simplicialtransformer, notebooks/training.ipynb).
 """
 
 from __future__ import annotations

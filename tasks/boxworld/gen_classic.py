@@ -1,4 +1,5 @@
-"""Level generator of the original BoxWorld, following pycolab's ``box_world`` (REFERENCE §2.5).
+"""Level generator of the original BoxWorld, following pycolab's ``box_world`` (google-deepmind/pycolab,
+pycolab/examples/research/box_world/box_world.py).
 
 Problem (colour indices; 0 is the gem): the solution path has locks 0..L and contents 1..L, gem, so box i
 (1 <= i <= L) has lock i and content i+1 (the gem for i = L), and "lock 0" means a loose key of colour 1.

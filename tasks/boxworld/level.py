@@ -1,9 +1,10 @@
 """The scene description shared by the generators, the envs and the solver.
 
 A level is a list of boxes on a grid. A box is a row of tiles: its content tile(s) on the left and its lock
-tile(s) immediately to the right (x+1), as in pycolab and the bridge reference (REFERENCE §2.2, §2.5). A loose
-key is a box without locks. The gem is colour 0. The bridge env's gem box has two content tiles stacked
-vertically (both gem) and two locks, one per solution path.
+tile(s) immediately to the right (x+1), as in pycolab (google-deepmind/pycolab,
+pycolab/examples/research/box_world/box_world.py) and the bridge reference (dmurfet/2simplicialtransformer,
+env/bridge_boxworld.py, ``generatePuzzle``). A loose key is a box without locks. The gem is colour 0. The
+bridge env's gem box has two content tiles stacked vertically (both gem) and two locks, one per solution path.
 
 Envs work on a flat grid of cell codes in observation layout (row-major, ``y * width + x``):
 

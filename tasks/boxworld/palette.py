@@ -1,12 +1,14 @@
 """Colour palettes of the two BoxWorld variants (RGB, uint8).
 
-* Original BoxWorld (pycolab ``box_world``, REFERENCE §2.5): 20 key/lock colours, a white gem, a grey player,
-  a light background and a black border. pycolab's 20 colours are the hues 0, 18, ..., 342 degrees at saturation
-  0.5 and value 0.7 on its 0-999 scale; we compute the same ring with ``colorsys`` and round to 0-255. The player
-  (500/999) and background (800/999) greys are rescaled the same way.
-* Bridge BoxWorld (REFERENCE §2.2; paper §5 footnote): 20 hues h = 0, 18, ..., 342 at saturation 0.7 and value 0.8,
-  rounded to 0-255 and shuffled per episode, with the white gem prepended at index 0; empty tile (199, 199, 199),
-  empty inventory slot (10, 10, 10), player (127, 127, 127).
+* Original BoxWorld (pycolab ``box_world``: google-deepmind/pycolab, pycolab/examples/research/box_world/
+  box_world.py): 20 key/lock colours, a white gem, a grey player, a light background and a black border.
+  pycolab's 20 colours are the hues 0, 18, ..., 342 degrees at saturation 0.5 and value 0.7 on its 0-999 scale;
+  we compute the same ring with ``colorsys`` and round to 0-255. The player (500/999) and background (800/999)
+  greys are rescaled the same way.
+* Bridge BoxWorld (gym wrapper ``BoxWorld`` in dmurfet/2simplicialtransformer, notebooks/training.ipynb; paper §5
+  footnote): 20 hues h = 0, 18, ..., 342 at saturation 0.7 and value 0.8, rounded to 0-255 and shuffled per
+  episode, with the white gem prepended at index 0; empty tile (199, 199, 199), empty inventory slot (10, 10, 10),
+  player (127, 127, 127).
 """
 
 from __future__ import annotations

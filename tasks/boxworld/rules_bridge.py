@@ -1,4 +1,5 @@
-"""Vectorised bridge-BoxWorld rules (REFERENCE §2.2) for ``vector.BridgeBoxWorldVectorEnv``.
+"""Vectorised bridge-BoxWorld rules (``updateState`` in dmurfet/2simplicialtransformer, env/bridge_boxworld.py) for
+``vector.BridgeBoxWorldVectorEnv``.
 
 Same rules as ``bridge.BridgeBoxWorldEnv``, written as masked numpy updates over all boards. Each lock cell
 carries its box's description in per-board tables (lock colours, contents, the box's other lock cell); a

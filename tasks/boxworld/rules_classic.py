@@ -1,4 +1,5 @@
-"""Vectorised original-BoxWorld rules (pycolab, REFERENCE §2.5) for ``vector.BoxWorldVectorEnv``.
+"""Vectorised original-BoxWorld rules (google-deepmind/pycolab, pycolab/examples/research/box_world/box_world.py)
+for ``vector.BoxWorldVectorEnv``.
 
 Same rules as ``classic.BoxWorldEnv`` (one held key shown in the top-left border cell; a lock opens with its
 held colour, +1, or -1 and termination for a distractor; a key or the gem is picked up when no lock is on its

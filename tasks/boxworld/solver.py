@@ -3,10 +3,12 @@ the envs' step code.
 
 Abstract game: a state is (inventory, unlocked boxes, emptied boxes). Rules per variant:
 
-* "classic" (pycolab BoxWorld, REFERENCE §2.5): the inventory is one held key. Opening a box whose lock colour
-  is held consumes the key; its content must then be picked up; picking up any key replaces the held one.
-* "bridge" (REFERENCE §2.2): the inventory is a multiset. Opening a box needs all its lock colours (one copy
-  each is consumed) and adds its contents immediately; a loose key is simply added.
+* "classic" (pycolab BoxWorld: google-deepmind/pycolab, pycolab/examples/research/box_world/box_world.py): the
+  inventory is one held key. Opening a box whose lock colour is held consumes the key; its content must then be
+  picked up; picking up any key replaces the held one.
+* "bridge" (dmurfet/2simplicialtransformer, env/bridge_boxworld.py, ``updateState``): the inventory is a multiset.
+  Opening a box needs all its lock colours (one copy each is consumed) and adds its contents immediately; a loose
+  key is simply added.
 
 Movement is abstracted away, but every action is checked for reachability: a tile can be entered if one of its
 4-neighbours is reachable from the player's start through cells not occupied by a closed box or an uncollected
