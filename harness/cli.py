@@ -81,7 +81,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from harness.runners.tune import check_sweep, load_sweep, run_sweep
+    from harness.runners.tune import check_sweep, load_sweep, run_sweep, sweep_table
     from harness.runs import default_runs_dir
 
     sweep = load_sweep(Path(args.file))
@@ -97,11 +97,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               f"{trials} trials; the config composes for every model")
         return 0
     rows = run_sweep(sweep, Path(args.runs_dir) if args.runs_dir else default_runs_dir())
-    table = [["run_id", "status", "test metrics"]]
-    for row in rows:
-        shown = "  ".join(f"{k}={v:.4f}" for k, v in sorted(row["metrics"].items()) if k.endswith("/acc"))
-        table.append([str(row["run_id"]), str(row["status"]), shown])
-    print(_table(table))
+    print(_table(sweep_table(rows)))
     return 0 if all(row["status"] == "completed" for row in rows) else 1
 
 

@@ -30,18 +30,20 @@ CODE_PACKAGES = ("harness", "tasks", "models")
 NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "harness/registry.py",
                  "harness/config.py", "harness/schema.py", "harness/errors.py", "harness/paths.py",
                  "harness/provenance.py", "harness/publish.py", "harness/__init__.py", "harness/runners/tune.py",
-                 "harness/runners/ray_session.py")
+                 "harness/runners/ray_session.py", "harness/runners/run_transfer.py")
 PACKAGES = ("torch", "lightning", "omegaconf", "numpy", "ray", "gymnasium", "wandb")
 
 
-def git_info(root: Path = PROJECT_ROOT) -> dict[str, Any]:
-    """The commit the code came from and whether the tree had uncommitted changes to tracked files."""
+def git_info(root: Path = PROJECT_ROOT, listed: int = 40) -> dict[str, Any]:
+    """The commit the code came from, whether the tree had uncommitted changes to tracked files, and which
+    (the first ``listed``): a dirty tree whose changes are documentation did not change the run."""
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5,
                                 check=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                                    capture_output=True, text=True, timeout=5, check=True).stdout.strip())
-        return {"commit": commit, "dirty": dirty}
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                capture_output=True, text=True, timeout=5, check=True).stdout
+        changed = [line[3:] for line in status.splitlines() if line.strip()]
+        return {"commit": commit, "dirty": bool(changed), "changed": changed[:listed]}
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
 

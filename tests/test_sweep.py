@@ -10,8 +10,9 @@ import sys
 
 import pytest
 
+from harness import cli
 from harness.errors import UserError
-from harness.runners.tune import load_sweep, trial_bundles, trial_overrides
+from harness.runners.tune import load_sweep, run_sweep, sweep_table, trial_bundles, trial_overrides
 from tests.conftest import ROOT, requires_loopback_only, run_cli_loopback
 
 
@@ -33,6 +34,102 @@ def test_sweep_files_are_checked(tmp_path):
     assert "tracking.group=predinet_table1" in overrides
 
 
+GOOD = {"name": "x", "task": "babi", "models": "[lstm]", "profile": "smoke"}
+BAD_SWEEPS = {  # what the file says (None: no file; a string: the whole file; a dict: keys over GOOD) -> the error
+    "missing file": (None, "no sweep file"),
+    "bad YAML": ("name: [x\ntask: babi\n", "not valid YAML at line"),
+    "not a mapping": ("- lstm\n- tpr_rnn\n", "a sweep file is a mapping"),
+    "unknown key": ({"spaces": "{}"}, "unknown key\\(s\\) spaces"),
+    "missing models": ({"models": None}, "missing 'models'"),
+    "empty models": ({"models": "[]"}, "'models' must be a non-empty list"),
+    "unknown model": ({"models": "[lstm, lstmm]"}, "unknown model 'lstmm'"),
+    "unknown task": ({"task": "babl"}, "unknown task 'babl'"),
+    "unknown profile": ({"profile": "smok"}, "unknown profile 'smok'"),
+    "bad name": ({"name": "'my sweep'"}, "name 'my sweep' must be"),
+    "negative seed": ({"seeds": "[0, -1]"}, "'seeds' must be a non-empty list of non-negative integers"),
+    "float seed": ({"seeds": "[0.5]"}, "'seeds' must be"),
+    "bool seed": ({"seeds": "[true]"}, "'seeds' must be"),
+    "seed not a list": ({"seeds": "3"}, "'seeds' must be"),
+    "no seeds": ({"seeds": "[]"}, "'seeds' must be"),
+    "override without =": ({"overrides": "[train.max_epochs]"}, "'overrides' must be a list of key=value"),
+    "bad override": ({"overrides": "[train.max_epochs=0]"}, "bad value for 'train.max_epochs'"),
+    "num_samples 0": ({"num_samples": "0"}, "'num_samples' must be an integer >= 1"),
+    "cpus_per_trial 0": ({"cpus_per_trial": "0"}, "'cpus_per_trial' must be a number > 0"),
+    "cpus_per_trial negative": ({"cpus_per_trial": "-1"}, "'cpus_per_trial' must be a number > 0"),
+    "max_concurrent 0": ({"max_concurrent": "0"}, "'max_concurrent' must be null or an integer >= 1"),
+    "space not a mapping": ({"space": "[optim.lr]"}, "'space' must map config keys"),
+    "unknown space type": ({"space": "{optim.lr: {type: gaussian}}"}, "type 'gaussian'"),
+    "space entry not a mapping": ({"space": "{optim.lr: 0.1}"}, "has type 0.1"),
+    "grid without values": ({"space": "{task.babi_id: {type: grid}}"}, "missing: values"),
+    "grid with empty values": ({"space": "{task.babi_id: {type: grid, values: []}}"}, "'values' must be a non-empty"),
+    "unknown space field": ({"space": "{task.babi_id: {type: grid, values: [1], value: 2}}"}, "unknown: value"),
+    "loguniform low 0": ({"space": "{optim.lr: {type: loguniform, low: 0, high: 0.1}}"}, "low must be > 0"),
+    "loguniform low >= high": ({"space": "{optim.lr: {type: loguniform, low: 0.1, high: 0.01}}"},
+                               "low must be below high"),
+    "loguniform bound a string": ({"space": "{optim.lr: {type: loguniform, low: 1e-4, high: 0.1}}"},
+                                  "must be numbers.*write 1.0e-4"),
+    "uniform without high": ({"space": "{optim.lr: {type: uniform, low: 0.1}}"}, "missing: high"),
+    "randint float bounds": ({"space": "{task.babi_id: {type: randint, low: 1.5, high: 4}}"}, "must be integers"),
+    "randint low >= high": ({"space": "{task.babi_id: {type: randint, low: 4, high: 4}}"}, "low must be below high"),
+    "space key not a config key": ({"space": "{optim.lrr: {type: grid, values: [0.1]}}"},
+                                   "unknown config key 'optim.lrr'"),
+    "space key set by the sweep": ({"space": "{seed: {type: grid, values: [1, 2]}}"}, "set by the sweep itself"),
+    "grid value of the wrong type": ({"space": "{task.babi_id: {type: grid, values: [1, six]}}"},
+                                     "space 'task.babi_id' with lstm: bad value for 'task.babi_id'"),
+    "float range on an int key": ({"space": "{task.babi_id: {type: uniform, low: 1.0, high: 5.0}}"},
+                                  "bad value for 'task.babi_id'.*not an int"),
+    "range end out of bounds": ({"space": "{task.babi_id: {type: randint, low: 1, high: 30}}"}, "29 is not an int in"),
+}
+
+
+def _write_sweep(tmp_path, content: None | str | dict[str, str | None]):
+    path = tmp_path / "sweep.yaml"
+    if isinstance(content, dict):
+        fields = {key: value for key, value in {**GOOD, **content}.items() if value is not None}
+        path.write_text("".join(f"{key}: {value}\n" for key, value in fields.items()))
+    elif content is not None:
+        path.write_text(content)
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SWEEPS))
+def test_a_bad_sweep_file_is_a_one_line_user_error_before_ray_starts(case, tmp_path, monkeypatch, capsys):
+    def no_ray(*args, **kwargs):
+        raise AssertionError("Ray was started")
+
+    monkeypatch.setattr("harness.runners.ray_session.ray_session", no_ray)
+    content, message = BAD_SWEEPS[case]
+    path = _write_sweep(tmp_path, content)
+    with pytest.raises(UserError, match=message):
+        run_sweep(load_sweep(path), tmp_path / "runs")
+    assert cli.main(["sweep", str(path), "--runs-dir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_good_sweep_of_the_bad_sweep_cases_reaches_ray(tmp_path, monkeypatch):
+    """The cases above differ from a sweep that is accepted (so each fails for its own reason)."""
+    def no_ray(*args, **kwargs):
+        raise AssertionError("Ray was started")
+
+    monkeypatch.setattr("harness.runners.ray_session.ray_session", no_ray)
+    path = _write_sweep(tmp_path, {"space": "{optim.lr: {type: loguniform, low: 1.0e-4, high: 0.1}, "
+                                            "task.babi_id: {type: randint, low: 1, high: 21}}"})
+    with pytest.raises(AssertionError, match="Ray was started"):
+        run_sweep(load_sweep(path), tmp_path / "runs")
+
+
+def test_the_table_lists_every_trial_with_its_status_and_reason():
+    rows = [{"trial": "lstm seed=0 task.babi_id=6", "run_id": None, "status": "failed",
+             "reason": "qa6_train.txt: no question lines", "metrics": {}},
+            {"trial": "lstm seed=0 task.babi_id=1", "run_id": "babi-lstm-x", "status": "completed", "reason": "",
+             "metrics": {"test/acc": 0.5, "test/loss": 1.0}}]
+    table = sweep_table(rows)
+    assert table[1] == ["lstm seed=0 task.babi_id=6", "-", "failed", "qa6_train.txt: no question lines"]
+    assert table[2] == ["lstm seed=0 task.babi_id=1", "babi-lstm-x", "completed", "test/acc=0.5000"]
+
+
 def test_every_shipped_sweep_composes(env):
     for path in sorted((ROOT / "sweeps").glob("*.yaml")):
         done = subprocess.run([sys.executable, "-m", "harness.cli", "sweep", str(path), "--dry-run"], cwd=ROOT,
@@ -41,7 +138,7 @@ def test_every_shipped_sweep_composes(env):
 
 
 @requires_loopback_only
-def test_sweep_of_two_models_and_two_seeds_fills_the_store_and_a_failing_trial_is_stored(env, tmp_path):
+def test_sweep_of_two_models_and_two_seeds_fills_the_store_and_lists_the_failing_trials(env, tmp_path):
     data = tmp_path / "data" / "babi" / "en-10k"
     data.mkdir(parents=True)
     (data / "qa6_yes-no-questions_train.txt").write_text("1 Mary moved.\n")  # malformed: no question
@@ -53,10 +150,15 @@ def test_sweep_of_two_models_and_two_seeds_fills_the_store_and_a_failing_trial_i
     done = run_sweep_cli([str(sweep), "--runs-dir", str(runs)], {**env, "HARNESS_DATA_DIR": str(tmp_path / "data")})
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]  # the task-6 trials failed
     results = [json.loads(p.read_text()) for p in runs.glob("babi/*/*/results.json")]
-    assert len(results) == 8
-    assert sum(1 for r in results if r["status"] == "completed") == 4
-    assert sum(1 for r in results if r["status"] == "failed" and "no question lines" in r["error"]) == 4
-    assert "completed" in done.stdout and "failed" in done.stdout
+    assert len(results) == 4 and all(r["status"] == "completed" for r in results)  # the data error left no run
+    lines = done.stdout.splitlines()
+    headers = [i for i, line in enumerate(lines) if line.split()[:3] == ["trial", "run_id", "status"]]
+    assert headers, "no final table (trial, run_id, status, ...):\n" + done.stdout[-2000:]
+    table = lines[headers[-1] + 1:]  # the sweep's final table, one line per trial
+    failed = [line for line in table if "task.babi_id=6" in line]
+    assert len(failed) == 4 and all(" failed " in line and "no question lines" in line for line in failed)
+    completed = [line for line in table if "task.babi_id=1" in line]
+    assert len(completed) == 4 and all(" completed " in line and "test/acc=" in line for line in completed)
 
     site = tmp_path / "site"  # the sweep's runs appear in the report
     built = subprocess.run([sys.executable, "-m", "harness.cli", "report", "--runs-dir", str(runs), "--out", str(site)],

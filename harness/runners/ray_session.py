@@ -1,28 +1,43 @@
 """One way to start (or join) Ray for every runner: sweeps (``tune.py``) and RL runs (``rl.py``).
 
 * inside a Ray worker (an RL run that is a trial of a sweep) the existing connection is used;
-* with ``RAY_ADDRESS`` set, the cluster it names is joined;
+* with ``RAY_ADDRESS`` set, the cluster it names is joined, after :func:`check_cluster` has made sure it
+  answers and accepts this process's credentials (a mistake there is one line, not a 20-second retry
+  loop and a screen of C++ log lines);
 * otherwise a local Ray sized to this machine starts, with a small object store, no dashboard and
   a short temp dir (AF_UNIX socket paths are limited to 107 bytes).
 
-The environment settings are made before ``import ray``, which reads some of them at import time
-(STACK.md §2.2). Workers run at niceness 0: at Ray's default of 15 they starve beside the driver on a
-2-core machine. On machines without a network, start Ray inside a loopback-only namespace
-(``unshare -n``): its dashboard head probes cloud metadata addresses otherwise.
+The environment settings are made before ``import ray``, which reads some of them at import time.
+Workers run at niceness 0: at Ray's default of 15 they starve beside the driver on a 2-core machine.
+On machines without a network, start Ray inside a loopback-only namespace (``unshare -n``): its
+dashboard head probes cloud metadata addresses otherwise.
+
+Token authentication (Ray >= 2.52; ``python/ray/_private/authentication/authentication_token_setup.py``
+and ``python/ray/scripts/scripts.py`` in ray-project/ray, release 2.60.0): ``ray.init()`` without an
+address turns it on and writes a token to ``~/.ray/auth_token`` when none exists; ``ray start --head``
+turns it on when a token already exists (``RAY_AUTH_TOKEN``, the file named by ``RAY_AUTH_TOKEN_PATH``,
+or ``~/.ray/auth_token``); a driver joining an explicit address (``RAY_ADDRESS``) and ``ray start
+--address`` send a token only when ``RAY_AUTH_MODE=token`` is set. So after any local run, a cluster
+started by hand usually demands a token that a driver does not send unless told to.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.errors import UserError
 from harness.tracking import configure_environment
 
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_DEDUP_LOGS": "0", "RAY_CHDIR_TO_TRIAL_DIR": "0",
            "RAY_AIR_NEW_OUTPUT": "0", "RAY_worker_niceness": "0"}
 OBJECT_STORE_BYTES = 256 * 1024**2
+PROBE_TIMEOUT_S = 5.0
+TOKEN_WHERE = ("the cluster's token in RAY_AUTH_TOKEN (or in a file named by RAY_AUTH_TOKEN_PATH, or in "
+               "~/.ray/auth_token); `ray get-auth-token` on the head node prints it")
 
 
 @contextmanager
@@ -38,7 +53,12 @@ def ray_session(num_cpus: int | None = None, log_to_driver: bool = True) -> Iter
         return
     address = os.environ.get("RAY_ADDRESS")
     if address:
-        ray.init(address=address, include_dashboard=False, log_to_driver=log_to_driver)
+        check_cluster(address)
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=log_to_driver)
+        except (ConnectionError, ray.exceptions.AuthenticationError, ray.exceptions.RpcError) as exc:
+            raise UserError(f"RAY_ADDRESS={address}: cannot join the Ray cluster ({_first_line(exc)}); "
+                            f"unset RAY_ADDRESS to run on a local Ray") from None
     else:
         temp = Path(os.environ.get("RAY_TMPDIR", "/tmp/rh"))
         ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
@@ -47,3 +67,80 @@ def ray_session(num_cpus: int | None = None, log_to_driver: bool = True) -> Iter
         yield
     finally:
         ray.shutdown()
+
+
+def check_cluster(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """Fail with one line (UserError) unless a Ray cluster answers at ``address`` and accepts this process's
+    token. ``auto`` (the cluster started on this machine) is left to ``ray.init``."""
+    if address == "auto":
+        return
+    if address.startswith("ray://"):
+        raise UserError(f"RAY_ADDRESS={address}: Ray Client addresses are not supported; run the command on a "
+                        "node of the cluster with RAY_ADDRESS=<head host>:<GCS port> (6379 unless set)")
+    host, port = split_address(address)
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as exc:
+        raise UserError(f"RAY_ADDRESS={address}: no Ray cluster answers there ({exc.strerror or exc}); start one "
+                        "with `ray start --head` or unset RAY_ADDRESS to run on a local Ray") from None
+    _check_token(address, timeout_s)
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port``; port 6379 when left out) as a (host, port) pair."""
+    host, sep, port = address.rpartition(":")
+    if not sep or "]" in port:
+        host, port = address, "6379"
+    host = host.strip("[]")
+    if not host or not port.isdigit():
+        raise UserError(f"RAY_ADDRESS={address} is not host:port (the GCS address of `ray start --head`)")
+    return host, int(port)
+
+
+def _check_token(address: str, timeout_s: float) -> None:
+    """Ask the cluster's GCS for its id the way ``ray.init`` does first, with this process's token (if any)."""
+    import ray._raylet as raylet
+    from ray.exceptions import AuthenticationError, RpcError
+
+    token_mode = raylet.get_authentication_mode() == raylet.AuthenticationMode.TOKEN
+    try:
+        has_token = raylet.AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True)
+    except AuthenticationError:  # RAY_AUTH_TOKEN_PATH names a missing or empty file
+        raise UserError(f"RAY_AUTH_TOKEN_PATH={os.environ.get('RAY_AUTH_TOKEN_PATH')} is not a readable, non-empty "
+                        f"file; give {TOKEN_WHERE}") from None
+    if token_mode and not has_token:  # Ray aborts the process (a failed check) in this state
+        raise UserError(f"RAY_AUTH_MODE=token but no token was found; give {TOKEN_WHERE}")
+    standalone = getattr(getattr(raylet, "InnerGcsClient", None), "standalone", None)
+    if standalone is None:  # another Ray version: ray.init reports the problem itself
+        return
+    try:
+        with _quiet_stderr():  # the GCS client logs each refused attempt from C++
+            standalone(address, None, int(timeout_s * 1000))
+    except AuthenticationError:
+        if token_mode:
+            raise UserError(f"RAY_ADDRESS={address}: the Ray cluster refused the token this process sent "
+                            f"(RAY_AUTH_MODE=token; the first of RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, "
+                            f"~/.ray/auth_token); give {TOKEN_WHERE}") from None
+        raise UserError(f"RAY_ADDRESS={address}: the Ray cluster uses token authentication and this process sent "
+                        f"no token; set RAY_AUTH_MODE=token and give {TOKEN_WHERE}") from None
+    except RpcError as exc:
+        raise UserError(f"RAY_ADDRESS={address}: no Ray cluster answers there ({_first_line(exc)}); give the GCS "
+                        "address of `ray start --head` (port 6379 unless set) or unset RAY_ADDRESS") from None
+
+
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """File descriptor 2 goes to /dev/null inside the block (C++ logging writes there directly)."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0].rstrip(".") if text else type(exc).__name__

@@ -16,16 +16,41 @@ A sweep is one YAML file (``sweeps/<name>.yaml``)::
     max_concurrent: null             # null: as many trials as the cluster's CPUs allow
 
 Space types: ``grid`` / ``choice`` (``values``), ``uniform`` / ``loguniform`` (``low``, ``high``),
-``randint`` (``low``, ``high``). A trial composes its config exactly as ``make bench`` does and calls
-the same launcher, so its run is resumable, reported without retraining once completed, and stored as
-``failed`` (the other trials go on) when it raises. With ``RAY_ADDRESS`` set the sweep runs on that
-existing Ray cluster (the run store must then be on storage every node sees); otherwise a local Ray
-sized to this machine is started.
+``randint`` (``low`` inclusive, ``high`` exclusive). Every mistake in the file or in its space (a missing
+field, a bound out of order, a key that is not a config key, a value of the wrong type for its key) is
+a one-line UserError before Ray starts: :func:`load_sweep` checks the file, :func:`check_sweep` composes
+each model's config with every value the space can take at its ends.
+
+A trial composes its config exactly as ``make bench`` does and calls the same launcher, so its run is
+resumable, reported without retraining once completed, and stored as ``failed`` (the other trials go on)
+when it raises. A trial whose mistake is caught before its run directory exists (a malformed data file)
+leaves no run; the sweep's table still lists it, with its status and the one-line reason.
+
+Two modes:
+
+* **local** (no ``RAY_ADDRESS``): a local Ray sized to this machine starts, and every trial writes its run
+  into the run store directly, as ``make bench`` does, so a sweep killed mid-run (even ``kill -9``)
+  resumes each trial from its last checkpoint when run again.
+* **cluster** (``RAY_ADDRESS`` names an existing Ray cluster; :mod:`harness.runners.ray_session` checks it
+  answers and accepts the token first): nothing in the run store needs to be visible to other nodes. Each
+  trial trains in a node-local run store (``$HARNESS_TRIAL_DIR``, default ``/tmp/harness-trials``, the
+  same path on every node), after receiving the driver's copy of its run there (so a completed run is
+  reported, an unfinished one resumes); its run directory travels back through Ray to an actor on the
+  driver's node, the only writer of the driver's run store, which swaps it into place atomically
+  (:mod:`harness.runners.run_transfer`), and the node-local copy is then removed. A running trial sends
+  its run home every 30 s when it changed and once more when it ends, so a killed trial loses at most
+  that much. The data (``$HARNESS_DATA_DIR``) and the project must be installed at the same path on
+  every node, and the driver must run on a node of the cluster (Ray Client ``ray://`` is refused).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
+import shutil
+import socket
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +60,16 @@ import yaml
 from harness.errors import UserError
 
 SPACE_TYPES = ("grid", "choice", "uniform", "loguniform", "randint")
-# Set before Ray is imported. Ray starts workers at nice 15 by default, which starves trials beside any
-# other work on a small machine.
+SPACE_FIELDS = {"grid": ("values",), "choice": ("values",), "uniform": ("low", "high"),
+                "loguniform": ("low", "high"), "randint": ("low", "high")}
+RESERVED_SPACE_KEYS = ("seed", "tracking.group", "tracking.tags")  # set per trial from the sweep itself
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+REASON_CHARS = 300
+# Cluster mode: the node-local run store of every trial, the same path on every node (a resumed run must find
+# its checkpoints' directory where the last attempt left it: Lightning's ModelCheckpoint restores its best-so-far
+# bookkeeping only when the directory is unchanged).
+TRIAL_DIR = "/tmp/harness-trials"
+
 
 @dataclass
 class Sweep:
@@ -54,39 +87,138 @@ class Sweep:
 
 def load_sweep(path: Path) -> Sweep:
     """Read and check a sweep file; every mistake is a UserError naming the file."""
-    if not path.exists():
+    if not path.is_file():
         raise UserError(f"no sweep file {path}")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
-        raise UserError(f"{path}: not valid YAML ({exc.__class__.__name__})") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise UserError(f"{path}: not valid YAML{where} ({problem})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot be read ({exc})") from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: a sweep file is a mapping (name, task, models, ...), not a {type(data).__name__}")
     known = set(Sweep.__dataclass_fields__)
-    unknown = sorted(set(data) - known - {"description"})
+    unknown = sorted(str(key) for key in set(data) - known - {"description"})
     if unknown:
         raise UserError(f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     for key in ("name", "task", "models"):
         if key not in data:
             raise UserError(f"{path}: missing '{key}'")
     data.pop("description", None)
-    sweep = Sweep(**data)
-    for key, spec in sweep.space.items():
-        kind = (spec or {}).get("type")
-        if kind not in SPACE_TYPES:
-            raise UserError(f"{path}: space '{key}' has type {kind!r}; one of {', '.join(SPACE_TYPES)}")
-    return sweep
+    for key, empty in (("space", {}), ("overrides", [])):
+        data[key] = empty if data.get(key) is None else data[key]  # `space:` left empty in the file
+    problem = _sweep_problem(data)
+    for key, spec in (data["space"] if isinstance(data["space"], dict) else {}).items():
+        problem = problem or _space_problem(key, spec)
+    if problem:
+        raise UserError(f"{path}: {problem}")
+    return Sweep(**data)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
+
+
+def _sweep_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with a sweep file's top-level values, or None."""
+    name, models, seeds = data["name"], data["models"], data.get("seeds", [0])
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        return f"name {name!r} must be letters, digits, '_', '.' or '-' (it names the W&B group)"
+    for key in ("task", "profile"):
+        if key in data and (not isinstance(data[key], str) or not data[key]):
+            return f"'{key}' must be a name, not {data[key]!r}"
+    if not isinstance(models, list) or not models:
+        return f"'models' must be a non-empty list of model names, not {models!r}"
+    if not all(isinstance(m, str) and m for m in models) or len(set(models)) < len(models):
+        return f"'models' must list model names, each once: {models!r}"
+    if not isinstance(seeds, list) or not seeds or not all(_is_int(s) and s >= 0 for s in seeds):
+        return f"'seeds' must be a non-empty list of non-negative integers, not {seeds!r}"
+    if len(set(seeds)) < len(seeds):
+        return f"'seeds' lists a seed twice: {seeds!r}"
+    overrides = data.get("overrides", [])
+    if not isinstance(overrides, list) or not all(isinstance(o, str) and "=" in o for o in overrides):
+        return f"'overrides' must be a list of key=value strings, not {overrides!r}"
+    if not isinstance(data.get("space", {}), dict):
+        return f"'space' must map config keys to searches, not {data['space']!r}"
+    samples, cpus, concurrent = data.get("num_samples", 1), data.get("cpus_per_trial", 1), data.get("max_concurrent")
+    if not _is_int(samples) or samples < 1:
+        return f"'num_samples' must be an integer >= 1, not {samples!r}"
+    if not _is_number(cpus) or cpus <= 0:
+        return f"'cpus_per_trial' must be a number > 0, not {cpus!r}"
+    if concurrent is not None and (not _is_int(concurrent) or concurrent < 1):
+        return f"'max_concurrent' must be null or an integer >= 1, not {concurrent!r}"
+    return None
+
+
+def _space_problem(key: Any, spec: Any) -> str | None:
+    """What is wrong with one entry of a sweep's space, or None."""
+    where = f"space '{key}'"
+    if not isinstance(key, str) or not key:
+        return f"space keys must be config keys such as optim.lr, not {key!r}"
+    if key in RESERVED_SPACE_KEYS:
+        return f"{where}: set by the sweep itself (use 'seeds' for seeds)"
+    if not isinstance(spec, dict) or spec.get("type") not in SPACE_TYPES:
+        kind = spec.get("type") if isinstance(spec, dict) else spec
+        return f"{where} has type {kind!r}; one of {', '.join(SPACE_TYPES)} (e.g. {{type: grid, values: [1, 2]}})"
+    kind, fields = spec["type"], SPACE_FIELDS[spec["type"]]
+    extra = sorted(str(f) for f in set(spec) - {"type", *fields})
+    missing = [f for f in fields if f not in spec]
+    if extra or missing:
+        return f"{where} ({kind}) takes {', '.join(fields)}" + (f"; unknown: {', '.join(extra)}" if extra else "") + (
+            f"; missing: {', '.join(missing)}" if missing else "")
+    if kind in ("grid", "choice"):
+        if not isinstance(spec["values"], list) or not spec["values"]:
+            return f"{where} ({kind}): 'values' must be a non-empty list, not {spec['values']!r}"
+        return None
+    low, high = spec["low"], spec["high"]
+    if kind == "randint":
+        if not (_is_int(low) and _is_int(high)):
+            return f"{where} (randint): low and high must be integers, not {low!r}, {high!r}"
+    elif not (_is_number(low) and _is_number(high)):
+        hint = " (YAML reads 1e-4 as a string: write 1.0e-4)" if isinstance(low, str) or isinstance(high, str) else ""
+        return f"{where} ({kind}): low and high must be numbers, not {low!r}, {high!r}{hint}"
+    if low >= high:
+        return f"{where} ({kind}): low must be below high, not {low!r} >= {high!r}"
+    if kind == "loguniform" and low <= 0:
+        return f"{where} (loguniform): low must be > 0, not {low!r}"
+    return None
+
+
+def _candidates(spec: dict[str, Any]) -> list[Any]:
+    """The values a space entry can give its key that :func:`check_sweep` composes: every listed value, or
+    both ends of a range (randint's high is exclusive)."""
+    kind = spec["type"]
+    if kind in ("grid", "choice"):
+        return list(spec["values"])
+    if kind == "randint":
+        return [int(spec["low"]), int(spec["high"]) - 1]
+    return [float(spec["low"]), float(spec["high"])]
 
 
 def check_sweep(sweep: Sweep) -> None:
-    """Compose one config per model with every searched key, so a bad name fails before Ray starts."""
+    """Compose every model's config with each value the space can take at its ends, so that a bad name, a
+    key that is not a config key or a value of the wrong type fails before Ray starts."""
     from harness.config import compose
 
     for model in sweep.models:
-        probe = [f"{key}={_flow(_example(spec))}" for key, spec in sweep.space.items()]
-        compose(sweep.task, model, sweep.profile, [*sweep.overrides, *probe])
-
-
-def _example(spec: dict[str, Any]) -> Any:
-    return spec["values"][0] if "values" in spec else spec["low"]
+        try:
+            compose(sweep.task, model, sweep.profile, list(sweep.overrides))
+        except UserError as exc:
+            raise UserError(f"sweep {sweep.name}: {exc}") from None
+        for key, spec in sweep.space.items():
+            for value in _candidates(spec):
+                try:
+                    compose(sweep.task, model, sweep.profile, [*sweep.overrides, f"{key}={_flow(value)}"])
+                except UserError as exc:
+                    raise UserError(f"sweep {sweep.name}, space '{key}' with {model}: {exc}") from None
 
 
 def _flow(value: Any) -> str:
@@ -116,6 +248,13 @@ def trial_overrides(sweep: Sweep, trial: dict[str, Any]) -> list[str]:
             f"tracking.tags=[sweep-{sweep.name}]"]
 
 
+def trial_label(trial: dict[str, Any]) -> str:
+    """A trial as the table shows it: model, seed and sampled values (floats to 4 significant digits)."""
+    shown = [f"{key}={f'{value:.4g}' if isinstance(value, float) else _flow(value)}"
+             for key, value in sorted((trial.get("space") or {}).items())]
+    return " ".join([str(trial.get("model")), f"seed={trial.get('seed')}", *shown])
+
+
 def trial_bundles(sweep: Sweep) -> list[dict[str, float]] | None:
     """For RL sweeps, the placement group one trial needs: the trial's own process (RLlib's driver and
     local learner) plus one CPU per EnvRunner, in the order RLlib fills it; None for supervised sweeps."""
@@ -128,47 +267,126 @@ def trial_bundles(sweep: Sweep) -> list[dict[str, float]] | None:
     return [{"CPU": float(sweep.cpus_per_trial)}] + [{"CPU": 1.0}] * runners
 
 
-def _run_trial(trial: dict[str, Any], sweep: Sweep, env: dict[str, str]) -> None:
-    """One trial, inside a Ray worker: an ordinary harness run, then its results reported to Tune."""
-    import traceback
+def _reason(exc: BaseException) -> str:
+    """An exception as one line: a UserError's message, otherwise its type and message."""
+    text = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+    return _one_line(text)
 
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 3] + "..."
+
+
+def _run_trial(trial: dict[str, Any], sweep: Sweep, env: dict[str, str], store: Any = None) -> None:
+    """One trial, inside a Ray worker: an ordinary harness run, then its outcome reported to Tune."""
     from ray import tune
 
+    os.environ.update(env)
+    tune.report(run_trial(trial, sweep, store))
+
+
+def run_trial(trial: dict[str, Any], sweep: Sweep, store: Any = None) -> dict[str, Any]:
+    """Run one trial and describe its outcome: status, run id ("" without a run), one-line reason, numeric
+    metrics, and the run store it trained in. ``store`` is the driver's :class:`DriverStore` in cluster mode
+    (the run trains in the node-local store ``$HARNESS_TRIAL_DIR`` and is sent home), None in local mode
+    (the run store itself)."""
     from harness.config import compose
     from harness.runners.launch import launch
     from harness.runs import run_dir
 
-    os.environ.update(env)
-    composed = compose(sweep.task, trial["model"], sweep.profile, trial_overrides(sweep, trial))
+    overrides = trial_overrides(sweep, trial)
+    runs_dir = Path(os.environ["HARNESS_TRIAL_DIR" if store is not None else "HARNESS_RUNS_DIR"])
+    error: BaseException | None = None
+    composed, sender = None, None
     try:
-        launch(composed, runs_dir=Path(env["HARNESS_RUNS_DIR"]))
-    except BaseException:  # stored as failed by the launcher; the other trials go on
-        traceback.print_exc()
-    run = run_dir(composed.cfg.task.name, composed.cfg.model.name, composed.run_id, Path(env["HARNESS_RUNS_DIR"]))
-    results = run.read_results() if run.exists() else {"status": "failed", "metrics": {}}
-    numeric = {k: float(v) for k, v in (results.get("metrics") or {}).items() if isinstance(v, int | float)}
-    tune.report({**numeric, "status": results.get("status"), "run_id": composed.run_id})
+        composed = compose(sweep.task, trial["model"], sweep.profile, overrides)
+        if store is None:
+            launch(composed, runs_dir=runs_dir)
+        else:
+            sender = _receive(trial, sweep, store, runs_dir)
+            with sender:  # sends the run home while it trains and once more at the end
+                launch(composed, runs_dir=runs_dir)
+            if composed.run_id != sender.path.name:
+                raise RuntimeError(f"run id {composed.run_id} differs from {sender.path.name} computed before the run")
+    except Exception as exc:  # noqa: BLE001  stored as failed by the launcher (when it has a run); the others go on
+        error = exc
+        if not isinstance(exc, UserError):
+            traceback.print_exc()
+    run = run_dir(composed.cfg.task.name, composed.cfg.model.name, composed.run_id, runs_dir) if composed else None
+    results = run.read_results() if run is not None and run.exists() and not run.damage() else None
+    if sender is not None and sender.home():
+        shutil.rmtree(sender.path, ignore_errors=True)  # the driver has its copy now
+    elif sender is not None:
+        print(f"the run could not be sent home; it is kept at {sender.path} on {socket.gethostname()}", flush=True)
+    return _outcome(results, error, runs_dir)
+
+
+def _receive(trial: dict[str, Any], sweep: Sweep, store: Any, root: Path) -> Any:
+    """Cluster mode, before the run: pin the run id (it holds the data fingerprint), clear this node's stale copy
+    of the run and put the driver's copy (if any) in its place. Returns the run's sender."""
+    from harness.config import compose
+    from harness.runners.launch import prepare_task
+    from harness.runners.run_transfer import RunSender, node_id, run_key, through_ray
+    from harness.runs import Run
+
+    label = trial_label(trial)
+    pinned = compose(sweep.task, trial["model"], sweep.profile, trial_overrides(sweep, trial))
+    prepare_task(pinned)
+    key = run_key(pinned.cfg.task.name, pinned.cfg.model.name, pinned.run_id)
+    local_run = root / key
+    if Run(local_run).owner_alive():
+        raise UserError(f"run {pinned.run_id} is in progress on this node ({local_run}); wait for it or stop it")
+    shutil.rmtree(local_run, ignore_errors=True)
+    print(f"trial {label}: training on node {node_id()} in the node-local run store {root}", flush=True)
+    sender = RunSender(*through_ray(store), key, local_run)
+    if sender.receive():
+        print(f"trial {label}: received the driver's copy of run {pinned.run_id}", flush=True)
+    return sender
+
+
+def _outcome(results: dict[str, Any] | None, error: BaseException | None, runs_dir: Path) -> dict[str, Any]:
+    status = (results or {}).get("status") or "failed"
+    if error is not None and status == "completed":
+        status = "failed"  # the run completed but the trial did not finish (e.g. sending it home)
+    reason = _reason(error) if error is not None else _one_line(str((results or {}).get("error") or ""))
+    if status != "completed" and not reason:
+        reason = "no run was stored"
+    metrics = (results or {}).get("metrics") or {}
+    numeric = {k: float(v) for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    return {**numeric, "status": status, "run_id": (results or {}).get("run_id") or "", "error": reason,
+            "store": str(runs_dir)}
 
 
 def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
-    """Run every trial of the sweep on Ray Tune; returns one row per trial (run id, status, metrics)."""
+    """Run every trial of the sweep on Ray Tune; returns one row per trial (trial, run id, status, reason,
+    metrics), sorted by trial."""
     from harness.runners.ray_session import ray_session
     from harness.tracking import configure_environment
 
     check_sweep(sweep)
     configure_environment()
     runs_dir = runs_dir.resolve()
+    cluster = bool(os.environ.get("RAY_ADDRESS"))
     env = {key: str(Path(os.environ.get(key, default)).resolve())
            for key, default in (("HARNESS_DATA_DIR", "data"), ("HARNESS_CACHE_DIR", ".cache/harness"))}
-    env["HARNESS_RUNS_DIR"] = str(runs_dir)
+    if cluster:
+        env["HARNESS_TRIAL_DIR"] = os.environ.get("HARNESS_TRIAL_DIR", TRIAL_DIR)
+        if not Path(env["HARNESS_TRIAL_DIR"]).is_absolute():
+            raise UserError(f"HARNESS_TRIAL_DIR={env['HARNESS_TRIAL_DIR']} must be an absolute path (on every node)")
+    else:
+        env["HARNESS_RUNS_DIR"] = str(runs_dir)
     env.update({k: v for k, v in os.environ.items() if k.startswith("WANDB_")})
 
     with ray_session():
         from ray import tune  # after ray_session has set Ray's environment
 
+        from harness.runners.run_transfer import start_driver_store
+
+        store = start_driver_store(runs_dir) if cluster else None
         bundles = trial_bundles(sweep)
         resources: Any = {"cpu": sweep.cpus_per_trial} if bundles is None else tune.PlacementGroupFactory(bundles)
-        trainable = tune.with_resources(tune.with_parameters(_run_trial, sweep=sweep, env=env), resources)
+        trainable = tune.with_resources(tune.with_parameters(_run_trial, sweep=sweep, env=env, store=store), resources)
         tuner = tune.Tuner(
             trainable,
             param_space=_tune_space(sweep),
@@ -177,9 +395,28 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
             run_config=tune.RunConfig(name=sweep.name, storage_path=str(runs_dir / "_tune"), verbose=1),
         )
         grid = tuner.fit()
-        rows = []
-        for result in grid:
-            metrics = result.metrics or {}
-            rows.append({"run_id": metrics.get("run_id"), "status": metrics.get("status", "failed"),
-                         "metrics": {k: v for k, v in metrics.items() if "/" in k and k.startswith(("test", "eval/"))}})
-        return sorted(rows, key=lambda row: str(row["run_id"]))
+        rows = [_row(result) for result in grid]
+    return sorted(rows, key=lambda row: row["trial"])
+
+
+def _row(result: Any) -> dict[str, Any]:
+    """One trial of a finished Tune run: what it reported, or why it reported nothing."""
+    metrics = result.metrics or {}
+    status = metrics.get("status") or "failed"
+    reason = metrics.get("error") or (_one_line(str(result.error)) if result.error else "")
+    if status != "completed" and not reason:
+        reason = "the trial reported nothing"
+    return {"trial": trial_label(result.config or {}), "run_id": metrics.get("run_id") or None, "status": status,
+            "reason": reason if status != "completed" else "",
+            "metrics": {k: v for k, v in metrics.items() if "/" in k and k.startswith(("test", "eval/"))}}
+
+
+def sweep_table(rows: list[dict[str, Any]]) -> list[list[str]]:
+    """The sweep's final table, one line per trial: the test accuracies of a completed run, otherwise the
+    one-line reason."""
+    table = [["trial", "run_id", "status", "test accuracy / reason"]]
+    for row in rows:
+        shown = ("  ".join(f"{k}={v:.4f}" for k, v in sorted(row["metrics"].items()) if k.endswith("/acc"))
+                 if row["status"] == "completed" else row["reason"])
+        table.append([row["trial"], row["run_id"] or "-", row["status"], shown])
+    return table
