@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from harness import PROJECT_ROOT
 from harness.errors import UserError
 from harness.registry import REGISTRY
 
@@ -106,7 +107,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from reports.build import main as build_main
 
     runs = args.runs_dir or str(default_runs_dir())
-    return build_main(["--runs-dir", runs, "--out", args.out])
+    return build_main(["--runs-dir", runs, "--out", args.out, "--results-dir", args.results_dir])
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -200,8 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="check the sweep and count its trials; start nothing")
     p.add_argument("--profile", default=None, help="run the sweep at this profile instead of the file's (e.g. paper)")
     p.set_defaults(func=cmd_sweep)
-    p = sub.add_parser("report", help="build the HTML report (reports/out/) from the run store")
+    p = sub.add_parser("report", help="build the HTML report (reports/out/): your runs beside the reference runs")
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    p.add_argument("--results-dir", default=str(PROJECT_ROOT / "results"),
+                   help="the reference store (default: results/ in the repository; '' for none)")
     p.add_argument("--out", default="reports/out")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("runs", help="the runs in the store, with their status and test accuracies")

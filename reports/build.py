@@ -29,10 +29,11 @@ from markupsafe import Markup
 
 from reports import figures, tables
 from reports.papers import PaperSpec, load_papers
-from reports.store import RunRecord, load_store, variant_label
+from reports.store import REFERENCE, YOURS, RunRecord, load_stores, variant_label
 
 PAPERS_DIR = Path(__file__).resolve().parent / "papers"
 FILES_ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = FILES_ROOT / "results"
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 DEFAULT_OUT = Path("reports") / "out"
 MARKER = ".report-site"
@@ -70,42 +71,88 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
         "dirty": "dirty tree" if dirty else "clean tree" if dirty is False else "dirty flag unknown",
         "started": results.get("started_at") or "–", "finished": results.get("finished_at") or "–",
         "error": results.get("error") or None,
+        **_provenance(results),
     }
 
 
-def _render_all(runs: list[RunRecord], papers: list[PaperSpec], runs_dir: Path, runs_found: bool,
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _provenance(results: dict[str, Any]) -> dict[str, Any]:
+    """Per-attempt records (schema 2), the code and the data fingerprints, for the run page."""
+    code, data = _dict(results.get("code")), _dict(results.get("data"))
+    attempts = results.get("attempts")
+    rows = []
+    for attempt in attempts if isinstance(attempts, list) else []:
+        attempt = _dict(attempt)
+        git, machine = _dict(attempt.get("git")), _dict(attempt.get("machine"))
+        rows.append({"started": attempt.get("started_at") or "–", "finished": attempt.get("finished_at") or "–",
+                     "status": attempt.get("status") or "–", "commit": str(git.get("commit") or "unknown")[:12],
+                     "dirty": "dirty" if git.get("dirty") else "clean" if git.get("dirty") is False else "",
+                     "machine": ", ".join(str(machine[k]) for k in ("processor", "cpus", "gpu") if machine.get(k)),
+                     "code": attempt.get("code") or "–"})
+    files = _dict(data.get("files"))
+    return {"attempts": rows, "attempt_count": attempts if isinstance(attempts, int) else len(rows) or 1,
+            "code_fingerprint": code.get("fingerprint") or "not recorded", "code_files": len(_dict(code.get("files"))),
+            "data_fingerprint": data.get("fingerprint") or "not recorded",
+            "data_files": [{"name": k, "digest": v} for k, v in sorted(files.items())]}
+
+
+def _error_page(env: Environment, nav: list[dict[str, str]], root: str, what: str, exc: Exception) -> str:
+    """The page that stands in for one that could not be rendered: the build goes on."""
+    return env.get_template("base.html").render(
+        title=f"{what}: not rendered", root=root, nav_papers=nav,
+        error_text=f"{what} could not be rendered ({type(exc).__name__}: {exc})")
+
+
+def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dict[str, Any]],
                 files_root: Path = FILES_ROOT) -> dict[str, str]:
-    """Every page of the site: relative path -> HTML text."""
+    """Every page of the site: relative path -> HTML text. A page that fails to render (one odd run) becomes a
+    short error page; the others are unaffected."""
     env = environment()
     nav = [{"name": paper.name, "page": paper.page} for paper in papers]
     pages: dict[str, str] = {}
-    pages["index.html"] = env.get_template("index.html").render(
-        title=SITE_TITLE, root="", nav_papers=nav, runs_found=runs_found,
-        no_runs_message=f"No runs: the run store {runs_dir} does not exist." if not runs_dir.is_dir()
-        else f"No runs in the run store {runs_dir} yet.",
-        runs_dir=str(runs_dir), n_runs=len(runs), status_summary=tables.status_summary(runs),
-        matrix=tables.matrix(runs, papers), groups=tables.run_groups(runs),
-        papers=[{"page": p.page, "title": p.title, "citation": p.citation} for p in papers],
-        provenance=tables.provenance(runs),
-    )
+
+    def render(name: str, root: str, what: str, template: str, **context: Any) -> None:
+        try:
+            pages[name] = env.get_template(template).render(root=root, nav_papers=nav, **context)
+        except Exception as exc:  # one bad run or paper must not stop the site
+            pages[name] = _error_page(env, nav, root, what, exc)
+
+    present = [store for store in stores if store["exists"]]
+    render("index.html", "", "the index", "index.html",
+           title=SITE_TITLE, runs_found=bool(runs),
+           no_runs_message="No runs: " + (" and ".join(f"{s['label']} {s['path']}" for s in stores) or "no store")
+           + (" do not exist." if not present else " hold no runs yet."),
+           stores=[{"label": s["label"], "path": s["path"], "n": sum(r.origin == s["origin"] for r in runs)}
+                   for s in present] or [{"label": "the run store", "path": stores[0]["path"] if stores else "–",
+                                          "n": 0}],
+           n_runs=len(runs), status_summary=tables.status_summary(runs),
+           matrix=tables.matrix(runs, papers), groups=tables.run_groups(runs),
+           papers=[{"page": p.page, "title": p.title, "citation": p.citation} for p in papers],
+           provenance=tables.provenance(runs))
     for paper in papers:
-        pages[paper.page] = env.get_template("paper.html").render(
-            title=paper.title, root="", nav_papers=nav, paper=paper,
-            tables=[tables.compare_table(runs, table) for table in paper.tables],
-            facts=tables.fact_rows(paper.facts, runs, files_root),
-            figures=_markup_figures(figures.paper_figures(runs, paper)),
-        )
+        render(paper.page, "", f"the {paper.name} page", "paper.html",
+               title=paper.title, paper=paper,
+               tables=[tables.compare_table(runs, table) for table in paper.tables],
+               facts=tables.fact_rows(paper.facts, runs, files_root),
+               figures=_markup_figures(figures.paper_figures(runs, paper)))
     for run in runs:
         versions = run.results.get("versions") if isinstance(run.results.get("versions"), dict) else {}
         analysis = run.results.get("analysis")
-        pages[run.page] = env.get_template("run.html").render(
-            title=f"{run.run_id} ({run.status})", root="../", nav_papers=nav, run=run,
-            variant=variant_label(run) if run.results else "–", info=_run_info(run), rl=tables.rl_summary(run),
-            metrics=tables.metric_rows(run.metrics), stages=tables.stage_rows(run),
-            figures=_markup_figures(figures.run_figures(run)),
-            analysis=json.dumps(analysis, indent=1, sort_keys=True) if analysis else None,
-            versions=[{"package": k, "version": str(v)} for k, v in sorted(versions.items())],
-        )
+        try:
+            context = dict(
+                title=f"{run.run_id} ({run.status})", run=run,
+                variant=variant_label(run) if run.results else "–", info=_run_info(run), rl=tables.rl_summary(run),
+                metrics=tables.metric_rows(run.metrics), stages=tables.stage_rows(run),
+                figures=_markup_figures(figures.run_figures(run)),
+                analysis=json.dumps(analysis, indent=1, sort_keys=True, default=str) if analysis else None,
+                versions=[{"package": k, "version": str(v)} for k, v in sorted(versions.items())])
+        except Exception as exc:
+            pages[run.page] = _error_page(env, nav, "../", f"run {run.run_id}", exc)
+            continue
+        render(run.page, "../", f"run {run.run_id}", "run.html", **context)
     return pages
 
 
@@ -123,16 +170,21 @@ def _replace_site(staging: Path, out_dir: Path) -> None:
 
 
 def build_report(runs_dir: Path, out_dir: Path, papers_dir: Path = PAPERS_DIR,
-                 files_root: Path = FILES_ROOT) -> list[Path]:
-    """Build the site from ``runs_dir`` into ``out_dir``; returns the pages written (index first).
+                 files_root: Path = FILES_ROOT, results_dir: Path | None = None) -> list[Path]:
+    """Build the site from the user's run store ``runs_dir`` and, when given, the reference store
+    ``results_dir`` into ``out_dir``; returns the pages written (index first).
 
-    A missing ``runs_dir`` gives a site whose index says there are no runs. ``out_dir`` is replaced as a
-    whole; it must be absent, empty or a folder an earlier build wrote. ``files_root`` is the folder the
-    papers' facts name their benchmark files under."""
+    Missing stores give a site whose index says there are no runs. ``out_dir`` is replaced as a whole; it
+    must be absent, empty or a folder an earlier build wrote. ``files_root`` is the folder the papers' facts
+    name their benchmark files under."""
     runs_dir, out_dir = Path(runs_dir), Path(out_dir)
-    runs = load_store(runs_dir)
+    sources = ([(Path(results_dir), REFERENCE, "the reference store")] if results_dir is not None else []) + \
+        [(runs_dir, YOURS, "your run store")]
+    runs = load_stores([(path, origin) for path, origin, _ in sources])
+    stores = [{"path": str(path), "origin": origin, "label": label, "exists": path.is_dir()}
+              for path, origin, label in sources]
     papers = load_papers(Path(papers_dir))
-    pages = _render_all(runs, papers, runs_dir, runs_found=bool(runs), files_root=Path(files_root))
+    pages = _render_all(runs, papers, stores, files_root=Path(files_root))
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
     try:
@@ -155,17 +207,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.build", description=__doc__.splitlines()[0])
     parser.add_argument("--runs-dir", type=Path, default=Path(os.environ.get("HARNESS_RUNS_DIR", "runs")),
                         help="the run store (default: $HARNESS_RUNS_DIR or runs)")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
+                        help="the reference store (default: results/ in the repository); --results-dir '' for none")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
     parser.add_argument("--papers-dir", type=Path, default=PAPERS_DIR, help="the published tables (YAML)")
     parser.add_argument("--files-root", type=Path, default=FILES_ROOT,
                         help="the folder the papers' facts read benchmark files from, e.g. bench/agents.json "
                              "(default: the repository root)")
     args = parser.parse_args(argv)
-    if not args.runs_dir.is_dir():
-        print(f"report: the run store {args.runs_dir} does not exist; writing an index that says there are no runs",
-              file=sys.stderr)
+    results_dir = args.results_dir if str(args.results_dir) not in ("", ".") else None
+    if not args.runs_dir.is_dir() and (results_dir is None or not results_dir.is_dir()):
+        print(f"report: neither {args.runs_dir} nor the reference store exists; writing an index that says there "
+              "are no runs", file=sys.stderr)
     try:
-        written = build_report(args.runs_dir, args.out, args.papers_dir, args.files_root)
+        written = build_report(args.runs_dir, args.out, args.papers_dir, args.files_root, results_dir)
     except (FileExistsError, ValueError) as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2

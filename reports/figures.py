@@ -34,7 +34,8 @@ CURVE_STATUSES = ("completed", "running")
 @contextmanager
 def _style(name: str) -> Iterator[None]:
     rc = {**sns.axes_style("whitegrid"), **sns.plotting_context("paper"),
-          "svg.hashsalt": f"reports:{name}", "svg.fonttype": "none", "font.family": "sans-serif"}
+          "svg.hashsalt": f"reports:{name}", "svg.fonttype": "none", "font.family": "sans-serif",
+          "text.parse_math": False}  # labels are run ids, stage and metric names: a `$` in one is a `$`
     with mpl.rc_context(rc):
         yield
 

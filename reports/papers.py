@@ -7,13 +7,16 @@ run config entry a row is matched on, e.g. ``task.tasks``) and ``rows``. In a ro
 published cell ``[mean, sd]`` (``sd`` may be null) and a scalar value identifies the row. Optional
 fields: ``row_key`` (the row field compared with ``config_key``; inferred when absent), ``tolerance``
 (points, default 2), ``scale`` (our metric's factor to the published unit, default 100: fractions to %),
-``decimals`` (default 1), ``source`` and ``column_notes`` (model -> text). A table without ``config_key``
+``decimals`` (default 1), ``source``, ``column_notes`` (model -> text) and ``settings`` (what the published numbers
+were measured under, as config keys of our runs: see :mod:`reports.settings`; a row may add its own
+``settings``, merged over the table's). A table without ``config_key``
 matches rows on the task alone; a row's own ``task`` field overrides the table's ``task`` (which may then be
 left out), so one table can hold rows of several tasks.
 
 A fact is one published scalar beside ours: ``id``, ``label``, ``published`` (a number or null),
 optional ``published_text`` (shown instead of the number, e.g. "> 93"), ``unit``, ``decimals`` (default 1),
-``source`` and ``note``, and ``ours``, one of
+``source``, ``note``, ``settings`` (for facts read from runs: only runs that share them count) and ``ours``,
+one of
 
 * ``{runs: {task: T, model: M}, value: <dotted results.json key>, reduce: median | mean | min | max}``: over
   the completed runs of (T, M) that report the value;
@@ -32,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from reports.settings import check as check_settings
 
 DEFAULT_TOLERANCE = 2.0
 REDUCTIONS = ("median", "mean", "min", "max")
@@ -53,10 +58,17 @@ class TableSpec:
     scale: float = 100.0
     decimals: int = 1
     column_notes: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
 
     def labels(self, row: dict[str, Any]) -> dict[str, Any]:
-        """The row's identifying fields (everything that is not a model's cell)."""
-        return {key: value for key, value in row.items() if not isinstance(value, list)}
+        """The row's identifying fields (everything that is not a model's cell or its settings)."""
+        return {key: value for key, value in row.items() if not isinstance(value, list) and key != "settings"}
+
+    def settings_for(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The table's settings with the row's own merged over them, row fields filled in."""
+        from reports.settings import fill
+
+        return fill({**self.settings, **(row.get("settings") or {})}, self.labels(row))
 
     def metric_for(self, row: dict[str, Any]) -> str:
         return self.metric.format(**self.labels(row))
@@ -84,6 +96,7 @@ class FactSpec:
     decimals: int = 1
     source: str = ""
     note: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -106,7 +119,8 @@ class PaperSpec:
 
 
 def _infer_row_key(config_key: str, metric: str, rows: list[dict[str, Any]]) -> str:
-    scalars = [key for key, value in (rows[0] if rows else {}).items() if not isinstance(value, list)]
+    scalars = [key for key, value in (rows[0] if rows else {}).items()
+               if not isinstance(value, list) and key != "settings"]
     last = config_key.rsplit(".", 1)[-1]
     if last in scalars:
         return last
@@ -137,8 +151,10 @@ def _table(data: dict[str, Any], where: str) -> TableSpec:
         tolerance=float(data.get("tolerance", DEFAULT_TOLERANCE)), scale=float(data.get("scale", 100.0)),
         decimals=int(data.get("decimals", 1)),
         column_notes={str(k): str(v) for k, v in (data.get("column_notes") or {}).items()},
+        settings=check_settings(data.get("settings"), f"{where}: table {data['id']}"),
     )
     for row in rows:
+        check_settings(row.get("settings"), f"{where}: table {table.id}, a row")
         try:
             table.metric_for(row)
         except (KeyError, IndexError) as exc:
@@ -180,6 +196,7 @@ def _fact(data: dict[str, Any], where: str) -> FactSpec:
         ours=_check_ours(data["ours"], f"{where}: fact {data['id']}"),
         published_text=str(data.get("published_text") or ""), unit=str(data.get("unit") or ""),
         decimals=int(data.get("decimals", 1)), source=str(data.get("source") or ""), note=str(data.get("note") or ""),
+        settings=check_settings(data.get("settings"), f"{where}: fact {data['id']}"),
     )
 
 

@@ -17,6 +17,8 @@ import pandas as pd
 import yaml
 
 UNREADABLE = "unreadable"
+REFERENCE = "reference"  # a run of the tracked reference store results/
+YOURS = "yours"  # a run of the user's run store runs/
 SINGLE = "single"
 CURRICULUM = "curriculum"
 _MISSING = object()
@@ -42,6 +44,12 @@ class RunRecord:
     page: str = ""
     variant: str = ""
     fingerprint: str = ""
+    origin: str = YOURS
+    stale: list[str] = field(default_factory=list)  # source files changed since the run (harness.provenance)
+
+    @property
+    def is_stale(self) -> bool:
+        return bool(self.stale)
 
     @property
     def seed(self) -> Any:
@@ -285,15 +293,41 @@ def load_run(results_path: Path, runs_dir: Path) -> RunRecord:
     return run
 
 
-def load_store(runs_dir: Path) -> list[RunRecord]:
+def _stale_files(results: dict[str, Any]) -> list[str]:
+    """The source files that computed a completed run and have changed in this checkout since."""
+    from harness.provenance import stale_files
+
+    code = results.get("code") if isinstance(results.get("code"), dict) else {}
+    files = code.get("files") if isinstance(code.get("files"), dict) else None
+    return stale_files(files) if results.get("status") == "completed" else []
+
+
+def load_store(runs_dir: Path, origin: str = YOURS) -> list[RunRecord]:
     """Every ``<task>/<model>/<run_id>/results.json`` under ``runs_dir`` (sorted by path), each with a unique
     page name; an empty list when the folder does not exist."""
-    if not runs_dir.is_dir():
-        return []
-    runs = [load_run(path, runs_dir) for path in sorted(runs_dir.glob("*/*/*/results.json"))]
+    return load_stores([(runs_dir, origin)])
+
+
+def load_stores(stores: list[tuple[Path, str]]) -> list[RunRecord]:
+    """The runs of several stores (the reference store ``results/`` and the user's ``runs/``), each marked with
+    its origin and whether its code is stale, with page names unique across the stores."""
+    runs: list[RunRecord] = []
+    for root, origin in stores:
+        if not root.is_dir():
+            continue
+        for path in sorted(root.glob("*/*/*/results.json")):
+            run = load_run(path, root)
+            run.origin = origin
+            try:
+                run.stale = _stale_files(run.results)
+            except (OSError, ValueError, TypeError):
+                run.stale = []
+            runs.append(run)
     used: set[str] = set()
     for run in runs:
         base = re.sub(r"[^A-Za-z0-9._-]+", "_", run.run_id).strip("._") or "run"
+        if run.origin == REFERENCE:
+            base = f"reference-{base}"
         name, counter = base, 2
         while name.lower() in used:
             name, counter = f"{base}-{counter}", counter + 1

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.papers import FactSpec, PaperSpec, TableSpec
+from reports.settings import describe, differences
 from reports.store import SINGLE, RunRecord, cfg_get, main_group, per_seed, puzzle_types, variant_label
 
 MAIN_METRIC = "test/acc"
@@ -103,31 +104,41 @@ def _best_variant(runs: list[RunRecord], head: Headline) -> dict[str, Any] | Non
 
 
 def matrix(runs: list[RunRecord], papers: list[PaperSpec]) -> dict[str, Any]:
-    """Rows: tasks; columns: models; every pair seen in the store or in a paper's table."""
-    tasks = {run.task for run in runs}
-    models = {run.model for run in runs}
-    for paper in papers:
-        for table in paper.tables:
-            tasks.update(table.tasks)
-            models.update(table.models)
+    """Rows: the registry's tasks; columns: its models (and any task or model a run or a paper names that the
+    registry no longer has). A pair the registry cannot run shows its reason; a runnable pair without runs
+    says so; a pair with runs shows its best configuration's held-out metric."""
+    from harness.registry import REGISTRY
+
+    registry_tasks, registry_models = REGISTRY.tasks, REGISTRY.models
+    tasks = list(registry_tasks) + sorted({run.task for run in runs} - set(registry_tasks))
+    models = list(registry_models) + sorted({run.model for run in runs} - set(registry_models))
     by_pair: dict[tuple[str, str], list[RunRecord]] = {}
     for run in runs:
         by_pair.setdefault((run.task, run.model), []).append(run)
     rows = []
-    for task in sorted(tasks):
+    for task in tasks:
         cells = []
-        for model in sorted(models):
+        for model in models:
             pair_runs = by_pair.get((task, model), [])
+            if task in registry_tasks and model in registry_models:
+                compat = REGISTRY.compatibility(registry_tasks[task], registry_models[model])
+            else:
+                compat = None
+            if compat is not None and not compat.ok and not pair_runs:
+                cells.append({"model": model, "empty": True, "incompatible": True, "text": compat.reason})
+                continue
             if not pair_runs:
-                cells.append({"model": model, "empty": True, "text": NO_RUN})
+                cells.append({"model": model, "empty": True, "incompatible": False, "text": NO_RUN})
                 continue
             seeds = {str(run.seed) for run in pair_runs if run.status == "completed"}
             head = headline(pair_runs)
             cells.append({"model": model, "empty": False, "best": _best_variant(pair_runs, head), "metric": head.metric,
                           "n_runs": len(pair_runs), "n_seeds": len(seeds), "statuses": status_summary(pair_runs),
-                          "anchor": anchor(task, model)})
+                          "anchor": anchor(task, model),
+                          "origins": "/".join(sorted({run.origin for run in pair_runs})),
+                          "stale": sum(run.is_stale for run in pair_runs)})
         rows.append({"task": task, "cells": cells})
-    return {"models": sorted(models), "rows": rows}
+    return {"models": models, "rows": rows}
 
 
 def run_row(run: RunRecord, head: Headline = TEST_ACC) -> dict[str, Any]:
@@ -135,7 +146,8 @@ def run_row(run: RunRecord, head: Headline = TEST_ACC) -> dict[str, Any]:
     acc = run.metric(head.metric)
     wall = run.results.get("wall_time_s")
     return {
-        "run_id": run.run_id, "page": run.page, "status": run.status, "seed": run.seed,
+        "run_id": run.run_id, "page": run.page, "status": run.status, "seed": run.seed, "origin": run.origin,
+        "stale": run.is_stale,
         "variant": variant_label(run) if run.status != "unreadable" else "–",
         "acc": fmt(head.scale * acc) if acc is not None else "–",
         "steps": run.results.get("env_steps" if run.is_rl and "env_steps" in run.results else "steps", "–"),
@@ -206,7 +218,27 @@ def colour(diff: float, tolerance: float) -> str:
     return "match-red"
 
 
+def _beside(runs: list[RunRecord], metric: str, scale: float, d: int, settings: dict[str, Any]) -> list[str]:
+    """Runs that are not like for like, grouped by what differs: ``"n 6 ≠ 9: 95.5 (n=1)"``; stale runs too."""
+    groups: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        diffs = differences(run, settings)
+        if run.is_stale:
+            diffs.append("stale code")
+        groups.setdefault("; ".join(diffs) or "same settings", []).append(run)
+    out = []
+    for label, members in sorted(groups.items()):
+        chosen = per_seed(members)
+        mean, _ = mean_sd([scale * run.metric(metric) for run in chosen])  # type: ignore[operator]
+        origins = sorted({run.origin for run in chosen})
+        out.append(f"{label}: {fmt(mean, d)} (n={len(chosen)}, {'/'.join(origins)})")
+    return out
+
+
 def compare_cell(runs: list[RunRecord], table: TableSpec, row: dict[str, Any], model: str) -> dict[str, Any]:
+    """A published cell beside ours. Ours is the mean over seeds of the completed, not stale runs whose
+    config matches the row and every setting of the published number; any other completed run of the row's
+    task and model is listed beside it (``beside``), labelled with what differs, and never coloured."""
     published = row.get(model)
     d = table.decimals
     pub_mean = float(published[0]) if isinstance(published, list) and published and published[0] is not None \
@@ -216,22 +248,28 @@ def compare_cell(runs: list[RunRecord], table: TableSpec, row: dict[str, Any], m
         "published": fmt(pub_mean, d) if pub_mean is not None else "–",
         "published_sd": str(pub_sd) if pub_sd is not None else None,
         "ours": NO_RUN, "ours_sd": None, "n": 0, "diff": "", "css": "no-run", "runs": [], "note": None,
-        "variant": None, "alternatives": None,
+        "variant": None, "alternatives": None, "beside": [], "origins": "",
     }
     metric = table.metric_for(row)
-    completed = [run for run in matching_runs(runs, table, row, model)
-                 if run.status == "completed" and run.metric(metric) is not None]
-    if not completed:
-        others = matching_runs(runs, table, row, model)
-        if others:
-            cell["note"] = status_summary(others)
+    settings = table.settings_for(row)
+    candidates = matching_runs(runs, table, row, model)
+    completed = [run for run in candidates if run.status == "completed" and run.metric(metric) is not None]
+    like = [run for run in completed if not run.is_stale and not differences(run, settings)]
+    unlike = [run for run in completed if run not in like]
+    cell["beside"] = _beside(unlike, metric, table.scale, d, settings)
+    if not like:
+        if unlike:
+            cell.update(ours="no like-for-like run", css="no-match")
+        elif candidates:
+            cell["note"] = status_summary(candidates)
         return cell
-    group, others = main_group(completed)
+    group, others = main_group(like)
     chosen = per_seed(group)
     mean, sd = mean_sd([table.scale * run.metric(metric) for run in chosen])  # type: ignore[operator]
     cell.update(ours=fmt(mean, d), ours_sd=fmt(sd, d) if sd is not None else None, n=len(chosen),
-                runs=[{"run_id": run.run_id, "page": run.page, "seed": run.seed} for run in chosen],
-                variant=variant_label(chosen[0]))
+                runs=[{"run_id": run.run_id, "page": run.page, "seed": run.seed, "origin": run.origin}
+                      for run in chosen],
+                variant=variant_label(chosen[0]), origins="/".join(sorted({run.origin for run in chosen})))
     if others:
         alternatives = []
         for other in others:
@@ -261,8 +299,9 @@ def compare_table(runs: list[RunRecord], table: TableSpec) -> dict[str, Any]:
             "tolerance": fmt(table.tolerance, 1), "tolerance3": fmt(3 * table.tolerance, 1),
             "label_keys": label_keys, "models": table.models, "rows": rows,
             "column_notes": [{"model": m, "note": n} for m, n in sorted(table.column_notes.items())],
+            "settings": describe(table.settings),
             "summary": {key: summary.get(key, 0) for key in
-                        ("match-green", "match-amber", "match-red", "no-run", "no-published")}}
+                        ("match-green", "match-amber", "match-red", "no-match", "no-run", "no-published")}}
 
 
 # ----- one run -------------------------------------------------------------------------------------------
@@ -338,9 +377,12 @@ def _ours_from_runs(fact: FactSpec, runs: list[RunRecord]) -> dict[str, Any]:
     key, how, scale = str(spec["value"]), str(spec.get("reduce", "median")), float(spec.get("scale", 1.0))
     found = [(run, _as_number(cfg_get(run.results, key))) for run in runs
              if run.task == task and run.model == model and run.status == "completed"]
-    used = [(run, value) for run, value in found if value is not None]
+    valued = [(run, value) for run, value in found if value is not None]
+    used = [(run, value) for run, value in valued if not run.is_stale and not differences(run, fact.settings)]
     if not used:
-        return {"value": None, "text": NO_RUN, "where": f"completed runs of {task} / {model}: {key}", "runs": []}
+        unlike = f"; {len(valued)} run(s) with other settings" if valued else ""
+        return {"value": None, "text": NO_RUN if not valued else "no like-for-like run",
+                "where": f"completed runs of {task} / {model}: {key}{unlike}", "runs": []}
     value = scale * _reduce([v for _, v in used], how)
     n = len(used)
     return {"value": value, "text": fmt_number(value, fact.decimals),

@@ -48,7 +48,7 @@ def write_run(runs: Path, task: str, model: str, seed: int, *, metrics: dict[str
     path = runs / task / model / run_id
     path.mkdir(parents=True)
     config = {"seed": seed, "profile": "cpu", "task": {"name": task, **(task_cfg or {})}, "model": {"name": model},
-              "optim": {"name": "sgd", "lr": 0.01}, "train": {"batch_size": 10},
+              "optim": {"name": "sgd", "lr": 0.01}, "train": {"batch_size": 10, "max_epochs": 4, "max_time_s": None},
               "protocol": protocol or {"name": "single", "target": [], "pretrain": []}}
     (path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     results = {
@@ -81,13 +81,19 @@ def _rl_rows(final: dict[str, float], types: list[str], wins: bool, iterations: 
     return rows
 
 
+PAPER_BRIDGE = {"num_rows": 7, "num_cols": 9, "min_sol_length": 1, "max_sol_length": 3, "multi_lock": True,
+                "has_bridge": True, "bridge_prob": 0.5, "max_decoy_paths": 0, "horizon": None}
+"""The 2-simplicial paper's bridge BoxWorld setting (§5), as task.env."""
+
+
 def write_rl_run(runs: Path, task: str, model: str, seed: int, *, eval_win: float | None, types: tuple[str, ...] = (),
                  throughput: float = 1500.0, episode_return: float = 5.0) -> Path:
     """A completed RL run as harness/runners/rl.py writes it (``eval_win=None``: a task without wins)."""
     run_id = f"{task}-{model}-cpu-s{seed}-r"
     path = runs / task / model / run_id
     path.mkdir(parents=True)
-    config = {"seed": seed, "profile": "cpu", "task": {"name": task, "env": {"n": 6}}, "model": {"name": model},
+    env = PAPER_BRIDGE if task == "bridge_boxworld" else {"n": 6, "solution_length": 1, "num_distractors": 0}
+    config = {"seed": seed, "profile": "cpu", "task": {"name": task, "env": env}, "model": {"name": model},
               "protocol": {"name": "single", "target": [], "pretrain": []},
               "rl": {"algorithm": "impala", "total_env_steps": 8000, "gamma": 0.99}}
     (path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -120,12 +126,14 @@ def make_rl_runs(runs: Path) -> None:
 def make_store(runs: Path) -> None:
     for seed in (0, 1):
         # bAbI task 1, two models
-        write_run(runs, "babi", "tpr_rnn", seed, task_cfg={"babi_id": 1},
+        official = {"babi_id": 1, "source": "files", "data_set": "en-10k"}
+        write_run(runs, "babi", "tpr_rnn", seed, task_cfg=official,
                   metrics={"test/acc": 0.999 - 0.002 * seed, "test/error": 0.001 + 0.002 * seed})
-        write_run(runs, "babi", "lstm", seed, task_cfg={"babi_id": 1},
+        write_run(runs, "babi", "lstm", seed, task_cfg=official,
                   metrics={"test/acc": 0.5, "test/error": 0.5})
-        # Relations Game 'same', two models
-        same = {"tasks": ["same"], "test_sets": ["hexominoes", "stripes"]}
+        # Relations Game 'same', two models, at the paper's settings
+        same = {"tasks": ["same"], "test_sets": ["hexominoes", "stripes"], "train_set": "pentominoes",
+                "n_train": 250000}
         write_run(runs, "relations_game", "predinet", seed, task_cfg=same,
                   metrics={"test/acc": 0.99, "test_hexominoes/acc": 0.99, "test_stripes/acc": 0.99 - 0.01 * seed})
         write_run(runs, "relations_game", "mlp2", seed, task_cfg=same,
@@ -282,9 +290,10 @@ def test_unreadable_runs_and_stale_pages(tmp_path: Path) -> None:
 
 def test_missing_store_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "site"
-    assert main(["--runs-dir", str(tmp_path / "nope"), "--out", str(out), "--files-root", str(tmp_path)]) == 0
+    assert main(["--runs-dir", str(tmp_path / "nope"), "--results-dir", "", "--out", str(out),
+                 "--files-root", str(tmp_path)]) == 0
     captured = capsys.readouterr()
-    assert "does not exist" in captured.err
+    assert "nor the reference store exists" in captured.err
     assert captured.out.splitlines()[-1] == f"index: {out / 'index.html'}"
     assert f"wrote {out / 'predinet.html'}" in captured.out
     index = (out / "index.html").read_text()
@@ -349,9 +358,12 @@ def test_simplicial_paper_page(site: tuple[Path, Path, list[Path]]) -> None:
     assert bridge[7][1] == "85.0" and "80.0" in bridge[8][1] and bridge[9][1] == "-5.0"
     assert "match-green" in bridge[8][0]  # within the 5-point tolerance
     boxworld = _row(html, "boxworld")
-    assert boxworld[4][1] == "93.0" and "60.0" in boxworld[5][1] and "over 93%" in boxworld[2][1]
+    assert boxworld[4][1] == "93.0" and "over 93%" in boxworld[2][1]
+    # our 6x6 one-box board is not the paper's 9x9 one: shown beside, labelled, never coloured
+    assert "no-match" in boxworld[5][0] and "no like-for-like run" in boxworld[5][1] and boxworld[6][1] == ""
+    assert "n 6 ≠ 9; solution_length 1 ≠ [1, 5]; num_distractors 0 ≠ [0, 4]: 60.0 (n=1, yours)" in boxworld[5][1]
     assert boxworld[7][1] == "–" and "no run yet" in boxworld[8][1]  # no simplicial agent on BoxWorld
-    assert "of the row's task, any configuration" in html
+    assert "Settings of the published numbers" in html
     facts = html[html.index('id="facts"'):html.index("<h2>Curves</h2>")]
 
     def fact(fact_id: str) -> list[str]:

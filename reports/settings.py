@@ -1,0 +1,97 @@
+"""Like-for-like: the settings a published number was measured under, and whether a run shares them.
+
+A paper file states, for a table (and optionally a row or a fact), ``settings``: a mapping from a dotted
+config key of our runs to what the paper's number was measured under::
+
+    settings:
+      task.source: files                          # equal (lists compare as lists)
+      task.data_set: {any_of: [en-10k, en-valid-10k]}
+      task.test_sets: {contains: "{object_set}"}  # a list that holds the value; {field} reads the row
+      task.env.n: 9
+
+A run matches when its resolved config satisfies every entry. The report colours a published cell only
+against matching runs that are not stale; every other run of the row's task and model appears beside it,
+labelled with the settings that differ (``n 6 ≠ 9``), never as a match.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from reports.store import RunRecord, cfg_get
+
+_ABSENT = object()
+OPERATORS = ("any_of", "contains")
+
+
+def check(settings: Any, where: str) -> dict[str, Any]:
+    """A ``settings`` mapping, checked (a mistake names the paper file)."""
+    if settings is None:
+        return {}
+    if not isinstance(settings, dict):
+        raise ValueError(f"{where}: 'settings' must map config keys to values")
+    for key, want in settings.items():
+        if isinstance(want, dict) and (len(want) != 1 or next(iter(want)) not in OPERATORS):
+            raise ValueError(f"{where}: settings.{key} must be a value or one of "
+                             f"{{any_of: [...]}}, {{contains: value}}")
+    return dict(settings)
+
+
+def fill(settings: dict[str, Any], labels: dict[str, Any]) -> dict[str, Any]:
+    """Row fields substituted into string values (``"{object_set}"`` -> ``"stripes"``)."""
+    def one(value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return value.format(**labels)
+            except (KeyError, IndexError, ValueError):
+                return value
+        if isinstance(value, list):
+            return [one(v) for v in value]
+        if isinstance(value, dict):
+            return {k: one(v) for k, v in value.items()}
+        return value
+    return {key: one(value) for key, value in settings.items()}
+
+
+def _norm(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _satisfied(have: Any, want: Any) -> bool:
+    if have is _ABSENT:
+        return False
+    if isinstance(want, dict) and "any_of" in want:
+        return any(_norm(have) == _norm(option) for option in want["any_of"])
+    if isinstance(want, dict) and "contains" in want:
+        return isinstance(have, list) and any(_norm(item) == _norm(want["contains"]) for item in have)
+    if isinstance(want, int | float) and not isinstance(want, bool) and isinstance(have, int | float):
+        return float(have) == float(want)
+    return _norm(have) == _norm(want)
+
+
+def _shown(value: Any) -> str:
+    if value is _ABSENT:
+        return "unset"
+    if isinstance(value, dict) and "any_of" in value:
+        return " or ".join(_shown(v) for v in value["any_of"])
+    if isinstance(value, dict) and "contains" in value:
+        return f"⊇ {_shown(value['contains'])}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
+    return str(value)
+
+
+def differences(run: RunRecord, settings: dict[str, Any]) -> list[str]:
+    """The settings the run does not share, as ``"<key> <ours> ≠ <paper's>"`` (short key names)."""
+    out = []
+    for key, want in settings.items():
+        have = cfg_get(run.config, key, _ABSENT)
+        if not _satisfied(have, want):
+            out.append(f"{key.rsplit('.', 1)[-1]} {_shown(have)} ≠ {_shown(want)}")
+    return out
+
+
+def describe(settings: dict[str, Any]) -> str:
+    """The settings as one line, for captions."""
+    return "; ".join(f"{key} = {_shown(want)}" for key, want in settings.items())
