@@ -1,0 +1,250 @@
+"""The README's result tables, generated from the reference store ``results/`` and nothing else.
+
+    python -m reports.readme --write    # rewrite README.md between the results markers
+    python -m reports.readme --check    # exit 1 when README.md and the store disagree (a test runs this)
+
+One section per task family. Runs are grouped by configuration (seeds pooled: mean ± sd, n); every row names
+its run ids, so each number traces to a stored run with its config, curves and provenance. A paper's number
+stands beside ours only when the runs match the settings it was measured under (``reports/papers/*.yaml``,
+:mod:`reports.settings`); otherwise the paper's setting is named with what differs. Stale runs (their code has
+changed since) are marked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from reports.papers import PaperSpec, TableSpec, load_papers
+from reports.settings import differences
+from reports.store import CURRICULUM, REFERENCE, RunRecord, cfg_get, config_fingerprint, load_stores, natural_key
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+RESULTS_DIR = ROOT / "results"
+PAPERS_DIR = Path(__file__).resolve().parent / "papers"
+BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+STAGES = ("1_scratch", "2_pretrain", "3_frozen_central", "4_frozen_encoder")
+
+
+def _mean_sd(values: list[float], scale: float = 100.0, decimals: int = 1) -> str:
+    if not values:
+        return "–"
+    mean = statistics.fmean(values) * scale
+    text = f"{mean:.{decimals}f}"
+    return text + (f" ± {statistics.stdev(values) * scale:.{decimals}f}" if len(values) > 1 else "")
+
+
+def _values(runs: list[RunRecord], metric: str) -> list[float]:
+    return [v for run in runs if (v := run.metric(metric)) is not None]
+
+
+def _ids(runs: list[RunRecord]) -> str:
+    return ", ".join(f"`{run.run_id}`" + (" (stale)" if run.is_stale else "") for run in runs)
+
+
+def _minutes(runs: list[RunRecord]) -> str:
+    times = [float(run.results["wall_time_s"]) for run in runs
+             if isinstance(run.results.get("wall_time_s"), int | float)]
+    return f"{statistics.fmean(times) / 60:.1f} min" if times else "–"
+
+
+def _count(runs: list[RunRecord], key: str) -> str:
+    values = [float(run.results[key]) for run in runs if isinstance(run.results.get(key), int | float)]
+    return f"{statistics.fmean(values):,.0f}" if values else "–"
+
+
+def groups(runs: list[RunRecord], task: str) -> list[list[RunRecord]]:
+    """The completed runs of ``task``, one group per configuration (seeds pooled), ordered by model and id."""
+    by_config: dict[tuple[str, str], list[RunRecord]] = {}
+    for run in runs:
+        if run.task == task and run.status == "completed":
+            by_config.setdefault((run.model, config_fingerprint(run)), []).append(run)
+    ordered = sorted(by_config.values(), key=lambda g: (g[0].model, natural_key(g[0].run_id)))
+    return [sorted(group, key=lambda run: natural_key(str(run.seed))) for group in ordered]
+
+
+def published(papers: list[PaperSpec], runs: list[RunRecord], metric: str, scale: float = 1.0) -> str:
+    """The paper's number for these runs' task, model and row, when the runs share its settings; else the
+    paper's number with what differs; '–' when no paper reports it."""
+    run = runs[0]
+    for paper in papers:
+        for table in paper.tables:
+            for row in table.rows:
+                if table.task_for(row) != run.task or table.metric_for(row) != metric or run.model not in row:
+                    continue
+                if table.config_key is not None and not _row_matches(run, table, row):
+                    continue
+                cell = row[run.model]
+                if not isinstance(cell, list) or cell[0] is None:
+                    continue
+                value = f"{float(cell[0]) * scale:.{table.decimals}f}"
+                diffs = differences(run, table.settings_for(row))
+                return value if not diffs else f"{value} at other settings ({'; '.join(diffs)})"
+    return "–"
+
+
+def _row_matches(run: RunRecord, table: TableSpec, row: dict[str, Any]) -> bool:
+    have = cfg_get(run.config, str(table.config_key))
+    want = row.get(str(table.row_key))
+    return ([str(v) for v in have] == [str(want)]) if isinstance(have, list) else str(have) == str(want)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    if not rows:
+        return ["_No reference run yet._"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return lines
+
+
+def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
+    rows = []
+    for group in groups(runs, "babi"):
+        run = group[0]
+        data = f"{cfg_get(run.config, 'task.data_set')} ({cfg_get(run.config, 'task.source')})"
+        rows.append([str(cfg_get(run.config, "task.babi_id")), run.model, data, str(run.profile), str(len(group)),
+                     _mean_sd(_values(group, "test/error"), 100, 2), published(papers, group, "test/error"),
+                     _count(group, "steps"), _minutes(group), _ids(group)])
+    header = ["bAbI task", "model", "data", "profile", "seeds", "test error %", "paper (Table 2)", "steps",
+              "wall time", "runs"]
+    return ["### bAbI (Schlag & Schmidhuber 2018, Table 2)", "", *_table(header, rows)]
+
+
+def relations_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
+    rows = []
+    single = [run for run in runs if run.protocol != CURRICULUM]
+    for group in sorted(groups(single, "relations_game"), key=_relation_order):
+        run = group[0]
+        real = sorted({key.split("/")[0] for r in group for key in r.metrics
+                       if key.startswith("test_real_") and key.endswith("/acc")})
+        cells = []
+        for object_set in ("hexominoes", "stripes"):
+            metric = f"test_{object_set}/acc"
+            ours = _mean_sd(_values(group, metric))
+            cells.append(f"{ours} (paper {published(papers, group, metric, 1.0)})" if ours != "–" else "–")
+        rows.append(["+".join(map(str, cfg_get(run.config, "task.tasks") or [])), run.model, str(run.profile),
+                     str(len(group)), *cells,
+                     ", ".join(f"{name[10:]} {_mean_sd(_values(group, f'{name}/acc'))}" for name in real) or "–",
+                     _count(group, "steps"), _minutes(group), _ids(group)])
+    header = ["relation", "model", "profile", "seeds", "hexominoes %", "stripes %", "real mini sets %", "batches",
+              "wall time", "runs"]
+    lines = ["### Relations Game, single task (Shanahan et al. 2020, Table 1)", "", *_table(header, rows), ""]
+    curriculum = [run for run in runs if run.protocol == CURRICULUM]
+    rows = []
+    for group in groups(curriculum, "relations_game"):
+        run = group[0]
+        stages = []
+        for stage in STAGES:
+            ours = _mean_sd(_values(group, f"{stage}/test_stripes/acc"))
+            real = _values(group, f"{stage}/test_real_col_patterns_stripes/acc")
+            stages.append(ours + (f" (real {_mean_sd(real)})" if real else ""))
+        target = ", ".join(map(str, cfg_get(run.config, "protocol.target") or []))
+        pretrain = ", ".join(map(str, cfg_get(run.config, "protocol.pretrain") or []))
+        rows.append([run.model, f"{target} / {pretrain}", str(run.profile), str(len(group)), *stages,
+                     _fact(papers, group, "stage3_" + run.model), _minutes(group), _ids(group)])
+    header = ["model", "target / pre-training", "profile", "seeds", "1: scratch", "2: pre-train",
+              "3: frozen CNN + central", "4: frozen CNN", "paper, stage 3", "wall time", "runs"]
+    lines += ["Curriculum (Fig. 4): test accuracy (%) on stripes of each stage, generated images (the released "
+              "column-pattern stripes set in brackets; stage 2 is tested on `between`).", "",
+              *_table(header, rows)]
+    return lines
+
+
+RELATIONS = ("same", "between", "occurs", "xoccurs", "colour_shape")
+
+
+def _relation_order(group: list[RunRecord]) -> tuple[Any, ...]:
+    """Table 1's row order (then other tasks), then the model."""
+    tasks = [str(t) for t in cfg_get(group[0].config, "task.tasks") or []]
+    first = RELATIONS.index(tasks[0]) if len(tasks) == 1 and tasks[0] in RELATIONS else len(RELATIONS)
+    return (first, "+".join(tasks), group[0].model)
+
+
+def _fact(papers: list[PaperSpec], runs: list[RunRecord], fact_id: str) -> str:
+    for paper in papers:
+        for fact in paper.facts:
+            if fact.id != fact_id:
+                continue
+            text = fact.published_text or (f"{fact.published:g}" if fact.published is not None else "–")
+            diffs = differences(runs[0], fact.settings)
+            return text if not diffs else f"{text} at other settings ({'; '.join(diffs)})"
+    return "–"
+
+
+def rl_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
+    rows = []
+    for task in ("boxworld", "bridge_boxworld"):
+        for group in groups(runs, task):
+            run = group[0]
+            env = cfg_get(run.config, "task.env") or {}
+            setting = ", ".join(f"{k} {v}" for k, v in env.items() if k in ("n", "solution_length", "num_distractors",
+                                                                            "num_rows", "num_cols", "bridge_prob"))
+            rows.append([task, run.model, setting, str(cfg_get(run.config, "rl.algorithm")), str(run.profile),
+                         str(len(group)), _mean_sd(_values(group, "eval/win_rate")),
+                         published(papers, group, "eval/win_rate", 1.0), _count(group, "env_steps"),
+                         ", ".join(sorted({str(r.results.get("stop_reason")) for r in group})), _minutes(group),
+                         _ids(group)])
+    header = ["task", "agent", "board", "algorithm", "profile", "seeds", "eval win rate %", "paper", "env steps",
+              "stopped by", "wall time", "runs"]
+    return ["### BoxWorld and bridge BoxWorld (Clift et al. 2020, §5)", "", *_table(header, rows)]
+
+
+SECTIONS: tuple[Callable[[list[RunRecord], list[PaperSpec]], list[str]], ...] = (
+    babi_section, relations_section, rl_section)
+
+
+def render(results_dir: Path = RESULTS_DIR, papers_dir: Path = PAPERS_DIR) -> str:
+    """The Markdown between the markers, from the reference store alone."""
+    runs = load_stores([(results_dir, REFERENCE)])
+    papers = load_papers(papers_dir)
+    if not runs:
+        return "_No reference runs in `results/` yet._"
+    lines: list[str] = []
+    for section in SECTIONS:
+        lines += [*section(runs, papers), ""]
+    stale = sum(run.is_stale for run in runs)
+    lines.append(f"{len(runs)} reference runs in `results/`" + (f"; {stale} stale (their code changed since)"
+                                                                   if stale else "; none stale") + ".")
+    return "\n".join(lines).strip()
+
+
+def splice(readme: str, section: str) -> str:
+    if BEGIN not in readme or END not in readme:
+        raise ValueError(f"README.md has no {BEGIN} ... {END} markers")
+    head, rest = readme.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{section}\n{END}{tail}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.readme", description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="rewrite README.md's result tables")
+    mode.add_argument("--check", action="store_true", help="exit 1 when README.md and results/ disagree")
+    parser.add_argument("--readme", type=Path, default=README)
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    args = parser.parse_args(argv)
+    current = args.readme.read_text(encoding="utf-8")
+    wanted = splice(current, render(args.results_dir))
+    if args.write:
+        if wanted != current:
+            args.readme.write_text(wanted, encoding="utf-8")
+        print(f"{args.readme}: result tables {'rewritten' if wanted != current else 'already up to date'}")
+        return 0
+    if wanted != current:
+        changed = sum(1 for line in difflib.ndiff(current.splitlines(), wanted.splitlines()) if line[:1] in "+-")
+        print(f"{args.readme}: the result tables differ from results/ ({changed} lines); run `make readme`",
+              file=sys.stderr)
+        return 1
+    print(f"{args.readme}: result tables match results/")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

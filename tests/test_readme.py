@@ -1,0 +1,61 @@
+"""The README's result tables are generated from the reference store: the repository's README equals what
+`reports.readme` makes of results/, and every number in a generated table traces to a stored run."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from reports.readme import BEGIN, END, README, main, render, splice
+from tests.test_report import write_rl_run, write_run
+
+SAME = {"tasks": ["same"], "test_sets": ["hexominoes", "stripes"], "train_set": "pentominoes", "n_train": 250000}
+
+
+def test_repository_readme_equals_the_reference_store(capsys):
+    """What CI checks: `make readme` has been run since results/ last changed (and the code behind it)."""
+    assert main(["--check"]) == 0, capsys.readouterr().err
+    section = README.read_text().split(BEGIN, 1)[1].split(END, 1)[0]
+    for run_id in re.findall(r"`([a-z_]+-[a-z0-9_]+-(?:smoke|cpu|paper)-s\d+-[0-9a-f]{8})`", section):
+        task, model = run_id.split("-")[0], run_id.split("-")[1]
+        assert (README.parent / "results" / task / model / run_id / "results.json").exists(), run_id
+
+
+def test_tables_come_from_the_runs_and_name_them(tmp_path):
+    store = tmp_path / "results"
+    for seed, acc in ((0, 0.99), (1, 0.97)):
+        write_run(store, "relations_game", "predinet", seed, task_cfg=SAME,
+                  metrics={"test/acc": acc, "test_hexominoes/acc": acc, "test_stripes/acc": acc - 0.02})
+    write_run(store, "babi", "tpr_rnn", 0, task_cfg={"babi_id": 1, "source": "generator", "data_set": "en-10k"},
+              metrics={"test/acc": 0.9, "test/error": 0.1})
+    write_rl_run(store, "boxworld", "relational", 0, eval_win=0.6)
+    section = render(store)
+    rows = {line.split(" | ")[0].strip("| "): line for line in section.splitlines() if line.startswith("| ")}
+    same = rows["same"]
+    assert "98.0 ± 1.4 (paper 100.0)" in same and "96.0 ± 1.4 (paper 100.0)" in same  # mean ± sd of 2 seeds
+    assert "`relations_game-predinet-cpu-s0-a`, `relations_game-predinet-cpu-s1-a`" in same
+    babi = rows["1"]  # generated data: the paper's real-data number is not set beside ours as a match
+    assert "10.00" in babi and "0.02 at other settings (source generator ≠ files)" in babi
+    assert "0.02 at other settings" in babi and "60.0" in rows["boxworld"]
+    assert "93.0 at other settings (n 6 ≠ 9" in rows["boxworld"]
+    results = json.loads((store / "babi/tpr_rnn/babi-tpr_rnn-cpu-s0-a/results.json").read_text())
+    results["metrics"]["test/error"] = 0.2  # change a stored number: the table follows it
+    (store / "babi/tpr_rnn/babi-tpr_rnn-cpu-s0-a/results.json").write_text(json.dumps(results))
+    assert "20.00" in render(store)
+
+
+def test_check_fails_when_the_readme_was_edited_by_hand(tmp_path, capsys):
+    readme = tmp_path / "README.md"
+    store = tmp_path / "results"
+    write_run(store, "babi", "tpr_rnn", 0, task_cfg={"babi_id": 1, "source": "files", "data_set": "en-10k"},
+              metrics={"test/acc": 1.0, "test/error": 0.0})
+    readme.write_text(f"# x\n\n{BEGIN}\n{END}\n\nmore\n")
+    args = ["--readme", str(readme), "--results-dir", str(store)]
+    assert main(["--check", *args]) == 1
+    assert main(["--write", *args]) == 0 and main(["--check", *args]) == 0
+    readme.write_text(readme.read_text().replace("0.00", "0.01"))  # a hand-typed number
+    assert main(["--check", *args]) == 1 and "differ from results/" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="markers"):
+        splice("no markers here", "x")
