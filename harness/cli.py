@@ -143,7 +143,8 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 def _headline(metrics: dict) -> str:
     """A run's held-out numbers for a listing: test accuracies, or an RL run's evaluation."""
-    shown = [(k, v) for k, v in sorted(metrics.items()) if k.endswith("/acc") and "test" in k]
+    shown = [(k, v) for k, v in sorted(metrics.items()) if k.endswith("/acc") and "test" in k
+             and (k.count("/") == 1 or k.endswith("/test/acc"))]  # a curriculum: each stage's test/acc
     shown += [(k, v) for k, v in sorted(metrics.items()) if k in ("eval/win_rate", "eval/episode_return")]
     return "  ".join(f"{k}={v:.4f}" for k, v in shown if isinstance(v, int | float))
 

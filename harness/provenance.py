@@ -8,7 +8,10 @@
 * :func:`file_digest`: the hash of a data file, for a task's data fingerprint.
 
 Files that organise runs but cannot change their numbers (the command line, the run store, tracking, the
-registry and config composition, whose output is the stored config itself) are left out of the code record.
+registry and config composition, whose output is the stored config itself, the launcher that manages a run's
+directory and statuses, sweeps) are left out of the code record, and a recorded file that has since become
+one of them (the launcher, once its data and model building moved to ``harness/runners/build.py``) no
+longer counts towards staleness.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ CODE_PACKAGES = ("harness", "tasks", "models")
 NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "harness/registry.py",
                  "harness/config.py", "harness/schema.py", "harness/errors.py", "harness/paths.py",
                  "harness/provenance.py", "harness/publish.py", "harness/__init__.py", "harness/runners/tune.py",
-                 "harness/runners/ray_session.py", "harness/runners/run_transfer.py")
+                 "harness/runners/ray_session.py", "harness/runners/run_transfer.py",
+                 "harness/runners/launch.py", "harness/runners/retest.py")
 PACKAGES = ("torch", "lightning", "omegaconf", "numpy", "ray", "gymnasium", "wandb")
 
 
@@ -136,6 +140,8 @@ def stale_files(recorded: dict[str, str] | None, root: Path = PROJECT_ROOT) -> l
     run's code is the checkout's, or when the run recorded none (then nothing can be said)."""
     changed = []
     for rel, digest in sorted((recorded or {}).items()):
+        if rel in NOT_COMPUTING:
+            continue
         path = root / rel
         if not path.exists():
             changed.append(f"{rel} (removed)")

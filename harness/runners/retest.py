@@ -25,7 +25,7 @@ from harness.errors import UserError
 from harness.provenance import code_files, fingerprint, git_info
 from harness.publish import find_run
 from harness.registry import REGISTRY, load_entry
-from harness.runners.launch import prepare_task
+from harness.runners.build import prepare_task
 from harness.runners.supervised import intact_checkpoint, load_checkpoint
 from harness.runs import Run, default_runs_dir, now_iso
 
