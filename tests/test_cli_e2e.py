@@ -169,7 +169,12 @@ def test_nan_loss_is_stored_as_diverged(env, capsys):
     assert code == 1
     results = json.loads((only_run(Path(env["HARNESS_RUNS_DIR"])) / "results.json").read_text())
     assert results["status"] == "diverged" and "non-finite training loss" in results["error"]
-    assert "diverged: babi/nan_model" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "diverged: babi/nan_model" in out
+    why = [line for line in err.splitlines() if line.startswith("diverged: ")]  # the console says why, once
+    assert len(why) == 1 and "non-finite training loss (nan) at step 0" in why[0], err
+    assert "the same command retries from it" in why[0] and "smaller learning rate" in why[0]
+    assert "Traceback" not in out + err
 
 
 def test_make_bench_passes_its_variables(env):
