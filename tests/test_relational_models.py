@@ -302,7 +302,33 @@ def test_a_new_central_module_joins_by_one_registry_entry(monkeypatch):
         build_central("tiny_typo", N, D, cfg)
 
 
-@pytest.mark.parametrize("name", ["predinet", "mha"])
+PRUNABLE = sorted(name for name, cls in CENTRAL_MODULES.items() if getattr(cls, "HEAD_MASK_SCALES_OUTPUT", False))
+
+
+def test_head_pruning_is_offered_exactly_where_its_shortcut_is_exact():
+    """PrediNet and MHA scale each head's output block; the relational and 2-simplicial blocks apply the mask
+    inside iterated attention, LayerNorm and pooling, where re-running only the output MLP would be wrong."""
+    from harness.runners.analysis import pruning_is_exact
+
+    assert PRUNABLE == ["mha", "predinet"]
+    for name in ("relational", "simplicial"):
+        torch.manual_seed(0)
+        model = ImageRelationalModel(model_cfg(name), {**INFO, "num_tasks": 1}).eval()
+        assert not pruning_is_exact(model)
+        with torch.no_grad():  # the shortcut (mask applied to the unmasked output) differs from a masked pass
+            x = images(8, seed=3)
+            features = model.central(model.encoder(x))
+            mask = torch.tensor([1.0, 0.0])
+            block = features.shape[1] // model.central.heads
+            shortcut = model.head(features * mask.repeat_interleave(block)[None, :], None) \
+                if features.shape[1] % model.central.heads == 0 else None
+            model.central.head_mask = mask
+            masked = model(x)
+            model.central.head_mask = None
+        assert shortcut is None or not torch.allclose(shortcut, masked, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", PRUNABLE)
 def test_head_pruning_from_cached_central_outputs_matches_masked_forward_passes(name):
     """The pruning curve reuses one unmasked pass of encoder and central module; each subset's accuracy
     must equal a full forward pass with ``central.head_mask`` set to that subset."""
