@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from harness import PROJECT_ROOT
 from harness.errors import UserError
@@ -180,8 +181,15 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() not in ("", "0", "false", "no")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the harness's way of reporting a mistake: one line, exit code 2 (subcommands inherit it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="harness", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="tasks, models and the task x model matrix").set_defaults(func=cmd_list)
     for name, func, text in (("bench", cmd_bench, "train and test one (task, model) pair"),

@@ -32,13 +32,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from harness import PROJECT_ROOT
 from harness.errors import UserError, did_you_mean
-from harness.registry import KINDS, REGISTRY, ModelSpec, Registry, TaskSpec
+from harness.registry import KINDS, REGISTRY, ModelSpec, Registry, TaskSpec, load_yaml_mapping
 from harness.schema import KeyType, check_value, key_type, leaves, parse_entry
 
 PROFILES = ("smoke", "cpu", "paper")
@@ -76,13 +75,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 @cache
 def _read_cached(path: Path, mtime_ns: int) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise UserError(f"{path}: not valid YAML ({exc.__class__.__name__})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: expected a mapping at the top level")
-    return data
+    return load_yaml_mapping(path)
 
 
 def _defaults(kind: str) -> dict[str, Any]:
@@ -104,11 +97,14 @@ def _rel(path: Path | None) -> str:
         return str(path)
 
 
-def _for_kind(layer: Any, kind: str, where: str, serves: tuple[str, ...]) -> dict[str, Any]:
+def _for_kind(layer: Any, kind: str, where: str, serves: tuple[str, ...],
+              own: tuple[str, ...] = ()) -> dict[str, Any]:
     """The part of a config layer that applies to runs of ``kind``.
 
     Sections of another kind that the layer's owner also serves are left out; a section of a kind the
-    owner does not serve, or a section nobody defines, is an error naming the file."""
+    owner does not serve, or a section nobody defines, is an error naming the file. So is a key the harness
+    sets (``SET_BY_HARNESS``), unless it is one of ``own`` (a task file may name its task; the registry's name
+    wins anyway)."""
     if layer is None:
         return {}
     if not isinstance(layer, dict):
@@ -126,6 +122,9 @@ def _for_kind(layer: Any, kind: str, where: str, serves: tuple[str, ...]) -> dic
         if owner_kind not in serves:
             raise UserError(f"{where}: section '{section}' configures {owner_kind} runs, which this file's "
                             f"{'task' if len(serves) == 1 else 'model'} does not serve ({'/'.join(serves)})")
+    for key, _value in leaves(kept):
+        if key in SET_BY_HARNESS and key not in own:
+            raise UserError(f"{where} sets '{key}'; it is set by the harness, not by a config file")
     return kept
 
 
@@ -264,8 +263,10 @@ def _compose_tree(task_name: str, model_name: str, profile: str, overrides: list
     task_where, model_where = _rel(task.source), _rel(model.source)
 
     tree = _defaults(kind)
-    tree = _merge(tree, _for_kind(task.config, kind, task_where, (task.kind,)), task_where, ("task", "agent"))
-    tree = _merge(tree, _for_kind(model.config, kind, model_where, model.kinds), model_where, ("model",))
+    tree = _merge(tree, _for_kind(task.config, kind, task_where, (task.kind,), ("task.name",)), task_where,
+                  ("task", "agent"))
+    tree = _merge(tree, _for_kind(model.config, kind, model_where, model.kinds, ("model.name",)),
+                  model_where, ("model",))
     tree = _merge(tree, _for_kind(pair_config, kind, pair_where, (kind,)), pair_where)
     tree = _merge(tree, {"task": {"name": task.name}, "model": {"name": model.name}, "profile": profile},
                   "registry")  # the registry's names win

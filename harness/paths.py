@@ -44,10 +44,27 @@ def data_relative(path: Path) -> str:
 
 
 def check_data_dir() -> None:
-    """A ``HARNESS_DATA_DIR`` that names no folder is the user's mistake, not a reason to fall back silently."""
+    """A ``HARNESS_DATA_DIR`` that names no folder is the user's mistake, not a reason to fall back silently;
+    so is a cache folder that cannot be one."""
     from harness.errors import UserError
 
     value = os.environ.get("HARNESS_DATA_DIR")
     if value is not None and not Path(value).is_dir():
         raise UserError(f"HARNESS_DATA_DIR={value} is not a folder; point it at the folder holding the datasets "
                         "or unset it to use ./data and the generators")
+    check_writable_folder(cache_dir(), "HARNESS_CACHE_DIR" if "HARNESS_CACHE_DIR" in os.environ else "cache folder")
+
+
+def check_writable_folder(path: Path, what: str) -> None:
+    """A folder the harness will write into may not exist yet, but the part of it that exists must be a folder
+    this process can write: otherwise a one-line error naming ``what`` (e.g. ``HARNESS_RUNS_DIR``)."""
+    from harness.errors import UserError
+
+    for existing in (path, *path.parents):
+        if not existing.exists():
+            continue
+        if not existing.is_dir():
+            raise UserError(f"{what} {path} is not a folder: {existing} is a file")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise UserError(f"{what} {path} cannot be written: no write permission on {existing}")
+        return

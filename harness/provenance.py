@@ -9,9 +9,9 @@
 
 Files that organise runs but cannot change their numbers (the command line, the run store, tracking, the
 registry and config composition, whose output is the stored config itself, the launcher that manages a run's
-directory and statuses, sweeps) are left out of the code record, and a recorded file that has since become
-one of them (the launcher, once its data and model building moved to ``harness/runners/build.py``) no
-longer counts towards staleness.
+directory and statuses, sweeps, and data checks that only reject malformed files before a run starts) are
+left out of the code record, and a recorded file that has since become one of them (the launcher, once its
+data and model building moved to ``harness/runners/build.py``) no longer counts towards staleness.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "ha
                  "harness/config.py", "harness/schema.py", "harness/errors.py", "harness/paths.py",
                  "harness/provenance.py", "harness/publish.py", "harness/__init__.py", "harness/runners/tune.py",
                  "harness/runners/ray_session.py", "harness/runners/run_transfer.py",
-                 "harness/runners/launch.py", "harness/runners/retest.py")
+                 "harness/runners/launch.py", "harness/runners/retest.py",
+                 "tasks/relations_game/data_checks.py")
 PACKAGES = ("torch", "lightning", "omegaconf", "numpy", "ray", "gymnasium", "wandb")
 
 
@@ -151,7 +152,12 @@ def stale_files(recorded: dict[str, str] | None, root: Path = PROJECT_ROOT) -> l
 
 
 def file_digest(path: Path) -> str:
-    """The SHA-256 of a data file's bytes (first 16 hex digits)."""
+    """The SHA-256 of a data file's bytes (first 16 hex digits); a data path that is not a file (a folder of the
+    file's name, say) is the user's mistake."""
+    if not path.is_file():
+        from harness.errors import UserError
+
+        raise UserError(f"{path}: expected a data file, found {'a folder' if path.is_dir() else 'no file'}")
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):

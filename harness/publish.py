@@ -63,16 +63,6 @@ def _copy_kept(source: Path, target: Path) -> None:
             shutil.copytree(source / folder, target / folder, ignore=shutil.ignore_patterns("*.damaged-*", ".*"))
 
 
-def _checked(run: Run) -> dict:
-    problem = run.damage()
-    if problem:
-        raise UserError(f"{run.path}: {problem}; cannot publish it")
-    results = run.read_results()
-    if results.get("status") != "completed":
-        raise UserError(f"{run.path}: status {results.get('status')!r}; only completed runs are published")
-    return results
-
-
 def publish(names: list[str], runs_dir: Path | None = None, results_dir: Path = RESULTS_DIR,
             budget: int = BUDGET_BYTES) -> list[Published]:
     """Copy the named runs into ``results_dir``; all or nothing."""
@@ -82,7 +72,7 @@ def publish(names: list[str], runs_dir: Path | None = None, results_dir: Path = 
     staging = Path(tempfile.mkdtemp(prefix=".publish-", dir=results_dir.parent))
     try:
         for run in runs:
-            results = _checked(run)
+            results = run.completed_results("published")
             target = staging / str(results["task"]) / str(results["model"]) / str(results["run_id"])
             _copy_kept(run.path, target)
             stages = run.path / "stages"

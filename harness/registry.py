@@ -45,6 +45,7 @@ class TaskSpec:
     kind: str  # one of KINDS
     entry: str  # "module:Class", imported lazily
     paper: str = ""
+    data_check: str = ""  # "module:function" called with the task config before a run starts; it only raises
     source: Path | None = None  # the YAML file it came from
     config: dict[str, Any] = field(default_factory=dict)
     profiles: dict[str, Any] = field(default_factory=dict)
@@ -81,7 +82,8 @@ def _require(data: dict[str, Any], key: str, path: Path) -> Any:
     return data[key]
 
 
-def _load_yaml(path: Path) -> dict[str, Any]:
+def load_yaml_mapping(path: Path) -> dict[str, Any]:
+    """A YAML file whose top level is a mapping; anything else is a one-line error naming the file."""
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
@@ -106,7 +108,7 @@ def _check_sections(data: dict[str, Any], path: Path) -> None:
 
 
 def task_spec_from_yaml(path: Path) -> TaskSpec:
-    data = _load_yaml(path)
+    data = load_yaml_mapping(path)
     _check_sections(data, path)
     spec = data.get("spec") or {}
     interface = _require(spec, "interface", path)
@@ -122,6 +124,7 @@ def task_spec_from_yaml(path: Path) -> TaskSpec:
         kind=kind,
         entry=_require(spec, "entry", path),
         paper=spec.get("paper", ""),
+        data_check=spec.get("data_check", ""),
         source=path,
         config=data.get("config") or {},
         profiles=data.get("profiles") or {},
@@ -130,7 +133,7 @@ def task_spec_from_yaml(path: Path) -> TaskSpec:
 
 
 def model_spec_from_yaml(path: Path) -> ModelSpec:
-    data = _load_yaml(path)
+    data = load_yaml_mapping(path)
     _check_sections(data, path)
     spec = data.get("spec") or {}
     interfaces = _require(spec, "interfaces", path)
@@ -169,7 +172,7 @@ class Registry:
             tasks[spec.name] = spec
         models: dict[str, ModelSpec] = {}
         for path in sorted((self.root / "models").glob("*/*.yaml")):
-            if "spec" not in _load_yaml(path):
+            if "spec" not in load_yaml_mapping(path):
                 continue  # shared config of a family, not a model
             spec = model_spec_from_yaml(path)
             if spec.name in models:

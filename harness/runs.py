@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 
 from harness.provenance import attempt_record
 
+KEPT = ".damaged-"  # the mark of a file set aside because it could not be read (Run.set_aside)
 SCHEMA_VERSION = 2  # 2: attempts is a list of per-attempt provenance records; code and data fingerprints
 STATUSES = ("running", "completed", "failed", "diverged", "interrupted")
 REQUIRED_KEYS = ("run_id", "task", "model", "status")
@@ -104,6 +105,18 @@ class Run:
     def read_results(self) -> dict[str, Any]:
         return json.loads(self.results_path.read_text())
 
+    def completed_results(self, doing: str) -> dict[str, Any]:
+        """The results of a completed run, for ``doing`` (e.g. "published"); otherwise a one-line error."""
+        from harness.errors import UserError
+
+        problem = self.damage()
+        if problem:
+            raise UserError(f"{self.path}: {problem}; cannot be {doing}")
+        results = self.read_results()
+        if results.get("status") != "completed":
+            raise UserError(f"{self.path}: status {results.get('status')!r}; only a completed run can be {doing}")
+        return results
+
     def damage(self) -> str | None:
         """Why ``results.json`` cannot be used (unreadable, not an object, keys missing), or None."""
         try:
@@ -119,10 +132,11 @@ class Run:
             return f"results.json has an unknown status {results['status']!r}"
         return None
 
-    def set_aside(self, path: Path) -> Path:
-        """Rename a damaged file to ``<name>.damaged-<time>`` beside it (nothing is deleted); returns the new path."""
+    def set_aside(self, path: Path, why: str = "damaged") -> Path:
+        """Rename a file to ``<name>.<why>-<time>`` beside it (nothing is deleted); returns the new path. ``why``
+        is ``damaged`` for a file that cannot be read, ``unused`` for an intact one a restart leaves behind."""
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        target = path.with_name(f"{path.name}.damaged-{stamp}")
+        target = path.with_name(f"{path.name}.{why}-{stamp}")
         os.replace(path, target)
         return target
 
@@ -162,6 +176,21 @@ class Run:
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+
+    def clear(self, keep: str = KEPT) -> list[Path]:
+        """Delete the run's files except those whose name contains ``keep`` (files set aside as damaged, which
+        are never deleted); returns the files kept."""
+        kept = [path for path in self.path.rglob(f"*{keep}*") if path.is_file()]
+        if not kept:
+            self.remove()
+            return []
+        for path in sorted(self.path.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            if path.is_file() or path.is_symlink():
+                if keep not in path.name:
+                    path.unlink()
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+        return kept
 
 
 def _pid_cmdline_mentions(pid: int, word: str) -> bool:
@@ -246,15 +275,14 @@ class CurveWriter:
         self.path = path
         self.rows: list[dict[str, Any]] = []
         if path.exists():
-            try:
+            problem = curve_damage(path)
+            if problem is None:
                 with path.open(newline="") as handle:
                     self.rows = [self._parse(row) for row in csv.DictReader(handle)]
-            except (OSError, UnicodeDecodeError, ValueError, csv.Error) as exc:
+            else:
                 aside = path.with_name(f"{path.name}.damaged-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}")
                 os.replace(path, aside)
-                print(f"{path} is damaged ({type(exc).__name__}); kept as {aside.name}; the curve restarts",
-                      flush=True)
-                self.rows = []
+                print(f"{path} is damaged ({problem}); kept as {aside.name}; the curve restarts", flush=True)
 
     @staticmethod
     def _parse(row: dict[str, str]) -> dict[str, Any]:
@@ -281,3 +309,31 @@ class CurveWriter:
         writer.writeheader()
         writer.writerows(self.rows)
         atomic_write_text(self.path, buffer.getvalue())
+
+
+def curve_damage(path: Path) -> str | None:
+    """Why a ``metrics.csv`` cannot be trusted, or None (also when there is none). :meth:`CurveWriter.flush`
+    writes whole files: a header starting ``step,epoch``, the same number of fields on every line, a newline
+    at the end; anything else was cut short or written by something else."""
+    if not path.exists():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"not readable ({type(exc).__name__})"
+    if not text:
+        return None
+    if not text.endswith("\n"):
+        return f"it ends in the middle of line {text.count(chr(10)) + 1} (cut short)"
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+        header = rows[0]
+        if header[: len(CurveWriter.KEY_COLUMNS)] != list(CurveWriter.KEY_COLUMNS):
+            return "its header does not start with " + ",".join(CurveWriter.KEY_COLUMNS)
+        for number, row in enumerate(rows[1:], start=2):
+            if len(row) != len(header):
+                return f"line {number} has {len(row)} fields, the header {len(header)}"
+            CurveWriter._parse(dict(zip(header, row, strict=True)))
+    except (csv.Error, ValueError, IndexError) as exc:
+        return f"it does not parse ({type(exc).__name__})"
+    return None

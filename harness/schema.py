@@ -12,7 +12,8 @@ a task's or model's YAML for its own), keyed by the dotted name::
 
 Fields: ``type`` (``int``, ``float``, ``bool``, ``str``, ``list``, ``dict``, or a list of them), ``nullable``
 (default false), ``choices`` (the allowed values; implies the type of the first), ``min`` / ``max``
-(numbers; for lists, every item), ``items`` (the type of every item of a list). A declared entry may also
+(numbers; for lists, every item), ``items`` (the type of every item of a list), ``length`` (the number of
+items a list must have, e.g. 2 for Adam's betas). A declared entry may also
 refine a key whose default is typed (e.g. ``train.batch_size: {min: 1}``). :func:`check_value` names the
 key, the value and what was expected, as one line.
 """
@@ -31,7 +32,7 @@ TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,), "float": (int, float), "bool": (bool,), "str": (str,), "list": (list, ListConfig),
     "dict": (dict, DictConfig),
 }
-FIELDS = ("type", "nullable", "choices", "min", "max", "items")
+FIELDS = ("type", "nullable", "choices", "min", "max", "items", "length")
 
 
 @dataclass(frozen=True)
@@ -44,12 +45,15 @@ class KeyType:
     minimum: float | None = None
     maximum: float | None = None
     items: str | None = None
+    length: int | None = None
 
     def describe(self) -> str:
         if self.choices is not None:
             text = "one of " + ", ".join(map(str, self.choices))
         else:
             text = " or ".join(f"a{'n' if t == 'int' else ''} {t}" for t in self.types)
+            if self.length is not None and self.types == ("list",):
+                text = f"a list of {self.length} {self.items or 'value'}s"
             if self.minimum is not None and self.maximum is not None:
                 text += f" in [{_num(self.minimum)}, {_num(self.maximum)}]"
             elif self.minimum is not None:
@@ -87,6 +91,9 @@ def parse_entry(key: str, entry: Any, where: str) -> dict[str, Any]:
             raise UserError(f"{where}: schema entry '{key}' has type {name!r}; one of {', '.join(TYPES)}")
     if entry.get("items") is not None and entry["items"] not in TYPES:
         raise UserError(f"{where}: schema entry '{key}' has items {entry['items']!r}; one of {', '.join(TYPES)}")
+    length = entry.get("length")
+    if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 0):
+        raise UserError(f"{where}: schema entry '{key}' has length {length!r}; a number of items (an int >= 0)")
     return dict(entry)
 
 
@@ -109,6 +116,7 @@ def key_type(key: str, default: Any, declared: Mapping[str, Any] | None) -> KeyT
         nullable=bool(declared.get("nullable", False)),
         choices=tuple(choices) if choices else None,
         minimum=declared.get("min"), maximum=declared.get("max"), items=declared.get("items"),
+        length=declared.get("length"),
     )
 
 
@@ -138,6 +146,8 @@ def check_value(key: str, value: Any, kind: KeyType, origin: str = "") -> None:
     if isinstance(value, list | ListConfig) and kind.items is not None:
         if not all(_is(item, kind.items) for item in numbers):
             fail()
+    if isinstance(value, list | ListConfig) and kind.length is not None and len(value) != kind.length:
+        fail()
     for number in numbers:
         if isinstance(number, bool) or not isinstance(number, int | float):
             continue

@@ -3,6 +3,7 @@ command line run as a subprocess the way a user runs it."""
 
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 import subprocess
@@ -62,3 +63,15 @@ def run_cli_loopback(args: list[str], env: dict[str, str], timeout: float = 600)
     command = " ".join([sys.executable, "-m", "harness.cli", *args])
     return subprocess.run(["unshare", "-n", "sh", "-c", f"ip link set lo up && exec {command}"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def only_run(runs: Path) -> Path:
+    """The one run directory in a run store."""
+    (found,) = list(runs.glob("*/*/*/results.json"))
+    return found.parent
+
+
+def curves(run: Path) -> list[dict[str, str]]:
+    """A run's metrics.csv without its wall-clock column."""
+    with (run / "metrics.csv").open() as handle:
+        return [{k: v for k, v in row.items() if k != "train/examples_per_s"} for row in csv.DictReader(handle)]

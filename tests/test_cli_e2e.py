@@ -15,21 +15,9 @@ import torch
 
 from harness.cli import main
 from harness.registry import REGISTRY, ModelSpec, TaskSpec
-from tests.conftest import ROOT, requires_real_babi, run_cli
+from tests.conftest import ROOT, curves, only_run, requires_real_babi, run_cli
 
 SMOKE = ["bench", "--task", "babi", "--model", "tpr_rnn", "--profile", "smoke"]
-
-
-def only_run(runs: Path) -> Path:
-    (found,) = list(runs.glob("*/*/*/results.json"))
-    return found.parent
-
-
-def curves(run: Path) -> list[dict[str, str]]:
-    import csv
-
-    with (run / "metrics.csv").open() as handle:
-        return [{k: v for k, v in row.items() if k != "train/examples_per_s"} for row in csv.DictReader(handle)]
 
 
 def test_smoke_bench_stores_a_complete_run_and_reports_it_without_retraining(env):
@@ -172,7 +160,7 @@ def test_nan_loss_is_stored_as_diverged(env, capsys):
     out, err = capsys.readouterr()
     assert "diverged: babi/nan_model" in out
     why = [line for line in err.splitlines() if line.startswith("diverged: ")]  # the console says why, once
-    assert len(why) == 1 and "non-finite training loss (nan) at step 0" in why[0], err
+    assert len(why) == 1 and "non-finite training loss (nan) at step 1" in why[0], err
     assert "the same command retries from it" in why[0] and "smaller learning rate" in why[0]
     assert "Traceback" not in out + err
 

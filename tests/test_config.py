@@ -73,7 +73,8 @@ def test_a_typo_in_a_task_file_fails_with_the_file_and_key(tmp_path):
 
     registry = Registry()
     task = registry.task("babi")
-    registry.add_task(replace(task, name="babi_typo", config={**task.config, "train": {"monitr": "val/acc"}}))
+    config = {**task.config, "task": {**task.config["task"], "name": "babi_typo"}, "train": {"monitr": "val/acc"}}
+    registry.add_task(replace(task, name="babi_typo", config=config))
     with pytest.raises(UserError, match="sets unknown config key 'train.monitr' \\(did you mean 'train.monitor'"):
         check_registry(registry)
 

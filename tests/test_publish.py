@@ -44,7 +44,7 @@ def test_publish_refuses_unfinished_unknown_and_oversized(env, tmp_path):
     assert not store.exists() or store_size(store) == 0  # nothing half-published
     results = json.loads((run / "results.json").read_text())
     (run / "results.json").write_text(json.dumps({**results, "status": "interrupted"}))
-    with pytest.raises(UserError, match="only completed runs are published"):
+    with pytest.raises(UserError, match="only a completed run can be published"):
         publish([run.name], runs, store)
     (run / "results.json").write_text('{"status": "compl')
     with pytest.raises(UserError, match="not readable JSON"):
@@ -60,7 +60,10 @@ def test_shipped_reference_store_is_small_complete_and_portable():
         results = json.loads(path.read_text())
         run = path.parent
         assert results["status"] == "completed", run
-        assert results["run_id"] == run.name and (run / "config.yaml").exists() and (run / "metrics.csv").exists()
+        stages = list(run.glob("stages/*/results.json"))  # a curriculum keeps one curve per stage
+        curves = [stage.parent / "metrics.csv" for stage in stages] or [run / "metrics.csv"]
+        assert results["run_id"] == run.name and (run / "config.yaml").exists(), run
+        assert all(curve.exists() for curve in curves), run
         assert not (run / "checkpoints").exists() and not (run / "wandb").exists(), run
         assert results["code"]["files"] and results["data"]["fingerprint"], run
         assert all(a["git"]["commit"] for a in results["attempts"]), run

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
@@ -18,7 +17,7 @@ import pytest
 
 from harness.cli import main
 from harness.runs import CurveWriter, Run, atomic_write_text, new_results
-from tests.conftest import ROOT, SHARED_DATA, requires_loopback_only, run_cli, run_cli_loopback
+from tests.conftest import ROOT, SHARED_DATA, curves, only_run, requires_loopback_only, run_cli, run_cli_loopback
 
 
 def test_atomic_write_leaves_only_the_file(tmp_path):
@@ -64,7 +63,8 @@ def test_results_round_trip_and_owner(tmp_path):
 # metrics, best point, steps and curves (CPU training is bitwise reproducible; supervised.py).
 
 SUPERVISED = ["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "train.max_epochs=3",
-              "train.batch_size=8", "train.eval_batch_size=16"]  # smaller batches than smoke's: seconds an epoch
+              "train.batch_size=8", "train.eval_batch_size=16",  # smaller batches than smoke's: seconds an epoch
+              "train.threads=1"]  # in-process resumes and subprocess runs alike: reductions in the same order
 
 
 @dataclass
@@ -82,17 +82,6 @@ class Stopped:
     def restore(self) -> None:
         shutil.rmtree(self.run, ignore_errors=True)
         shutil.copytree(self.pristine, self.run)
-
-
-def only_run(runs: Path) -> Path:
-    (found,) = list(runs.glob("*/*/*/results.json"))
-    return found.parent
-
-
-def curves(run: Path) -> list[dict[str, str]]:
-    """metrics.csv without its wall-clock column."""
-    with (run / "metrics.csv").open() as handle:
-        return [{k: v for k, v in row.items() if k != "train/examples_per_s"} for row in csv.DictReader(handle)]
 
 
 def read(run: Path) -> dict:

@@ -29,9 +29,21 @@ from omegaconf import OmegaConf
 from harness import config as config_lib
 from harness.config import Composed
 from harness.errors import DivergedError, UserError
+from harness.paths import check_writable_folder
 from harness.provenance import attempt_record, code_files, fingerprint
+from harness.registry import load_entry
 from harness.runners.build import Prepared, build_before_start, prepare_task, train
-from harness.runs import Run, attempt_count, new_results, now_iso, owner_record, run_dir
+from harness.runs import (
+    KEPT,
+    Run,
+    attempt_count,
+    curve_damage,
+    default_runs_dir,
+    new_results,
+    now_iso,
+    owner_record,
+    run_dir,
+)
 from harness.tracking import Tracker, configure_environment
 
 PROTOCOLS = ("single", "curriculum")
@@ -112,17 +124,87 @@ def terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _existing(run: Run, force: bool) -> dict[str, Any] | None:
-    """The results of the run to resume, None for a new one; a damaged results.json is set aside."""
+def check_targets(data: Any) -> None:
+    """Every split's labels are among the task's classes (``info["num_classes"]``): a label out of range (a
+    malformed data file) would otherwise stop the run with a traceback, after its directory exists."""
+    from harness.data import TARGET
+
+    if "num_classes" not in data.info:
+        return
+    classes = int(data.info["num_classes"])
+    splits = {"train": data.train, "val": data.val, "test": data.test,
+              **{f"test_{name}": split for name, split in data.extra_test.items()}}
+    for name, split in splits.items():
+        target = split.tensors[TARGET]  # [N]
+        if len(target) and (int(target.min()) < 0 or int(target.max()) >= classes):
+            raise UserError(f"the {name} split has labels {int(target.min())}..{int(target.max())}, outside the "
+                            f"task's {classes} classes (0..{classes - 1}): its data file is malformed")
+
+
+def _damaged_checkpoint(path: Path) -> str | None:
+    """Why a supervised checkpoint does not load, or None."""
+    from harness.runners.supervised import load_checkpoint
+
+    try:
+        load_checkpoint(path)
+    except Exception as exc:  # truncated or foreign file: torch raises several kinds
+        return f"{type(exc).__name__}"
+    return None
+
+
+def _set_aside_damaged(run: Run, composed: Composed) -> bool:
+    """Set aside (rename, never delete) the files of an unfinished run that cannot be used, one line each; returns
+    whether a supervised run must train from the start: its curves (``metrics.csv``) or its best checkpoint are
+    damaged, and neither can be rebuilt by resuming from a later checkpoint. Its intact checkpoints are then
+    kept as ``*.unused-<time>``. An RL run resumes from its checkpoint with the curve restarting (RL runs are
+    not reproducible anyway). A damaged ``last.ckpt`` is the runner's to handle: it resumes from ``best.ckpt``."""
+    restart = False
+    problem = curve_damage(run.metrics_path)
+    if problem:
+        aside = run.set_aside(run.metrics_path)
+        then = "training from the start" if composed.kind == "supervised" else "the curve restarts"
+        print(f"{run.path}: metrics.csv is damaged ({problem}); kept as {aside.name}; {then}", flush=True)
+        restart = composed.kind == "supervised"
+    if composed.kind == "supervised" and composed.cfg.protocol.name == "single" and run.best_checkpoint.exists():
+        problem = _damaged_checkpoint(run.best_checkpoint)
+        if problem:
+            aside = run.set_aside(run.best_checkpoint)
+            print(f"{run.path}: checkpoints/best.ckpt is damaged ({problem}); kept as {aside.name}; training from "
+                  "the start (a resumed run cannot rebuild its best checkpoint)", flush=True)
+            restart = True
+    if restart:
+        for path in (run.last_checkpoint, run.best_checkpoint):
+            if path.exists():
+                run.set_aside(path, "unused")
+    return restart
+
+
+def _existing(run: Run, force: bool, composed: Composed) -> dict[str, Any] | None:
+    """The results of the run to resume, None for a new one; damaged files are set aside, never deleted (also
+    with ``force``, which otherwise clears the run)."""
     if force and run.path.exists():
-        run.remove()
+        if run.exists() and run.damage():
+            run.set_aside(run.results_path)
+        if curve_damage(run.metrics_path):
+            run.set_aside(run.metrics_path)
+        for path in (run.last_checkpoint, run.best_checkpoint):
+            if composed.kind == "supervised" and path.exists() and _damaged_checkpoint(path):
+                run.set_aside(path)
+        kept = run.clear(KEPT)
+        if kept:
+            print(f"{run.path}: starting afresh; kept {len(kept)} damaged file(s) ({', '.join(p.name for p in kept)})",
+                  flush=True)
+    if not run.path.exists():
+        return None
+    restart = _set_aside_damaged(run, composed)
     if not run.exists():
         return None
     problem = run.damage()
     if problem:
         aside = run.set_aside(run.results_path)
-        print(f"{run.path}: {problem}; kept as {aside.name}. Resuming from the run's checkpoints "
-              "(FORCE=1 starts afresh)", flush=True)
+        where = "the start" if restart else "the run's checkpoints"
+        print(f"{run.path}: {problem}; kept as {aside.name}. Resuming from {where} (FORCE=1 starts afresh)",
+              flush=True)
         return None
     return run.read_results()
 
@@ -134,6 +216,9 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
         raise UserError(f"task kind '{composed.task.kind}' has no runner yet")
     check_run_config(composed)
     prepared = prepare_task(composed)
+    if composed.task.data_check:
+        load_entry(composed.task.data_check)(cfg.task)
+    check_writable_folder(runs_dir or default_runs_dir(), "runs folder")
     run = run_dir(cfg.task.name, cfg.model.name, composed.run_id, runs_dir)
     if run.owner_alive():
         owner = run.read_results()["owner"]
@@ -143,7 +228,9 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
         print(_summary_line(run, run.read_results()))
         return 0
     build_before_start(composed, prepared)
-    previous = _existing(run, force)
+    if prepared.loaded is not None:  # supervised single runs
+        check_targets(prepared.loaded)
+    previous = _existing(run, force, composed)
 
     mode = configure_environment()
     results = _start(run, composed, prepared, previous)

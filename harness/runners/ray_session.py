@@ -32,8 +32,14 @@ from pathlib import Path
 from harness.errors import UserError
 from harness.tracking import configure_environment
 
+# RAY_DISABLE_FAILURE_SIGNAL_HANDLER: Ray's core worker otherwise installs absl's failure-signal handler for
+# SIGTERM too (python/ray/_raylet.pyx), which logs a stack dump and aborts the driver (exit -6) after Python has
+# stored the run as interrupted; without it SIGTERM ends an RL run or a sweep like Ctrl-C (exit 130). It is read
+# when ray is imported, so the settings are made when this module is imported (runners import it before ray).
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_DEDUP_LOGS": "0", "RAY_CHDIR_TO_TRIAL_DIR": "0",
-           "RAY_AIR_NEW_OUTPUT": "0", "RAY_worker_niceness": "0"}
+           "RAY_AIR_NEW_OUTPUT": "0", "RAY_worker_niceness": "0", "RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
+for _key, _value in RAY_ENV.items():  # at import, before any `import ray`: some are read when ray is imported
+    os.environ.setdefault(_key, _value)
 OBJECT_STORE_BYTES = 256 * 1024**2
 PROBE_TIMEOUT_S = 5.0
 TOKEN_WHERE = ("the cluster's token in RAY_AUTH_TOKEN (or in a file named by RAY_AUTH_TOKEN_PATH, or in "

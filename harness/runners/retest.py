@@ -47,12 +47,7 @@ def retest(name: str, overrides: list[str], runs_dir: Path | None = None) -> dic
     """Evaluate a completed run on the new test splits its task yields under ``overrides``; returns the metrics
     added to its results.json."""
     run: Run = find_run(name, runs_dir or default_runs_dir())
-    problem = run.damage()
-    if problem:
-        raise UserError(f"{run.path}: {problem}")
-    results = run.read_results()
-    if results.get("status") != "completed":
-        raise UserError(f"{run.path}: status {results.get('status')!r}; only a completed run can be retested")
+    results = run.completed_results("retested")
     bad = [item for item in overrides if not item.split("=", 1)[0].lstrip("+").startswith("task.")]
     if bad:
         raise UserError(f"retest changes the test data only: {', '.join(bad)} is not a task.* setting")

@@ -370,6 +370,8 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     cluster = bool(os.environ.get("RAY_ADDRESS"))
     env = {key: str(Path(os.environ.get(key, default)).resolve())
            for key, default in (("HARNESS_DATA_DIR", "data"), ("HARNESS_CACHE_DIR", ".cache/harness"))}
+    if "HARNESS_DATA_DIR" not in os.environ and not Path(env["HARNESS_DATA_DIR"]).is_dir():
+        del env["HARNESS_DATA_DIR"]  # no ./data: trials use the generators, as `make bench` would
     if cluster:
         env["HARNESS_TRIAL_DIR"] = os.environ.get("HARNESS_TRIAL_DIR", TRIAL_DIR)
         if not Path(env["HARNESS_TRIAL_DIR"]).is_absolute():

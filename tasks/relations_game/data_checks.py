@@ -1,0 +1,39 @@
+"""Checks of the released mini sets that run before a run starts (``spec.data_check`` in ``task.yaml``).
+
+:func:`tasks.relations_game.real_data.load_mini` already rejects a file that is not an ``.npz`` archive or
+whose arrays have the wrong keys, shapes, dtypes or value ranges. What it cannot know is which task ids a
+file should hold: a file with no examples, or whose ``tasks`` column holds ids the file does not define
+(``MINI_SETS``), would otherwise be skipped silently and the run would report no ``test_real_*`` numbers.
+These checks only raise; they never change what a run computes (``harness/provenance.py`` leaves this module
+out of the code fingerprint).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from harness.errors import DataFormatError
+from harness.paths import data_dir
+from tasks.relations_game.real_data import MINI_SETS, load_mini
+
+
+def check_mini_sets(task_cfg: Any) -> None:
+    """Every mini set the run would test on (``task.real_sets``, a task of ``task.tasks``, the file present)
+    holds examples, and only of the task ids its file defines."""
+    if not task_cfg.real_sets:
+        return
+    tasks = set(task_cfg.tasks)
+    folder = data_dir() / "relations_game"
+    for mini in MINI_SETS.values():
+        path = folder / mini.file_name
+        if not path.exists() or not tasks & set(mini.task_names):
+            continue
+        ids = load_mini(path)["tasks"]  # [N]
+        if not len(ids):
+            raise DataFormatError(f"{path}: holds no examples")
+        foreign = sorted(set(np.unique(ids).tolist()) - set(mini.tasks))
+        if foreign:
+            known = ", ".join(f"{i} ({task})" for i, task in mini.tasks.items())
+            raise DataFormatError(f"{path}: 'tasks' holds id(s) {foreign}; this file's task ids are {known}")
