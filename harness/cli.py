@@ -34,8 +34,9 @@ def cmd_list(_: argparse.Namespace) -> int:
     print("\nModels")
     print(_table([["  name", "shape", "reads", "paper"]]
                  + [[f"  {m.name}", m.shape, ",".join(sorted(m.interfaces)), m.paper] for m in models.values()]))
-    print("\nTask x model (ok = runs; otherwise why not)")
     matrix = REGISTRY.matrix()
+    runnable = sum(cell.ok for cell in matrix.values())
+    print(f"\nTask x model: {runnable} of {len(matrix)} cells run (ok = runs; otherwise why not)")
     rows = [["  task \\ model", *models]]
     reasons: list[str] = []
     for t in tasks:
@@ -51,6 +52,8 @@ def cmd_list(_: argparse.Namespace) -> int:
     print(_table(rows))
     for i, reason in enumerate(reasons, start=1):
         print(f"  ({i}) {reason}")
+    print("\nRoutes (how each model reads each task; models/adapters.yaml)")
+    print(_table([[f"  {t}", m, matrix[(t, m)].route] for t in tasks for m in models if matrix[(t, m)].ok]))
     return 0
 
 

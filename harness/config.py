@@ -37,7 +37,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from harness import PROJECT_ROOT
 from harness.errors import UserError, did_you_mean
-from harness.registry import KINDS, REGISTRY, ModelSpec, Registry, TaskSpec, load_yaml_mapping
+from harness.registry import KINDS, REGISTRY, Adapter, ModelSpec, Registry, TaskSpec, load_yaml_mapping
 from harness.schema import KeyType, check_value, key_type, leaves, parse_entry
 
 PROFILES = ("smoke", "cpu", "paper")
@@ -192,12 +192,15 @@ def _pair_layers(task: TaskSpec, model: ModelSpec) -> tuple[dict[str, Any], dict
     return data.get("config") or {}, data.get("profiles") or {}, _rel(path)
 
 
-def _schema_for(task: TaskSpec, model: ModelSpec) -> dict[str, dict[str, Any]]:
-    """The harness's declarations plus the task's and the model's, each only inside its own sections."""
+def _schema_for(task: TaskSpec, model: ModelSpec, adapter: Adapter | None = None) -> dict[str, dict[str, Any]]:
+    """The harness's declarations plus the task's, the model's and its adapter's, each only inside its own
+    sections."""
     schema = dict(_harness_schema())
-    for spec, owned in ((task, ("task.", "agent.")), (model, ("model.",))):
-        where = _rel(spec.source)
-        for key, entry in spec.schema.items():
+    owners = [(_rel(task.source), task.schema, ("task.", "agent.")), (_rel(model.source), model.schema, ("model.",))]
+    if adapter is not None:
+        owners.append((f"models/adapters.yaml {adapter.shape}/{adapter.interface}", adapter.schema, ("model.",)))
+    for where, declared, owned in owners:
+        for key, entry in declared.items():
             if not str(key).startswith(owned):
                 raise UserError(f"{where}: schema entry '{key}' is outside this file's sections "
                                 f"({', '.join(s.rstrip('.') for s in owned)})")
@@ -267,10 +270,14 @@ def _compose_tree(task_name: str, model_name: str, profile: str, overrides: list
                   ("task", "agent"))
     tree = _merge(tree, _for_kind(model.config, kind, model_where, model.kinds, ("model.name",)),
                   model_where, ("model",))
+    adapter = model.adapted.get(task.interface)
+    if adapter is not None and adapter.config:  # the keys of the adapter this pair reads through
+        where = f"models/adapters.yaml {adapter.shape}/{adapter.interface}"
+        tree = _merge(tree, _for_kind(adapter.config, kind, where, model.kinds), where, ("model",))
     tree = _merge(tree, _for_kind(pair_config, kind, pair_where, (kind,)), pair_where)
     tree = _merge(tree, {"task": {"name": task.name}, "model": {"name": model.name}, "profile": profile},
                   "registry")  # the registry's names win
-    types = _types(tree, _schema_for(task, model))
+    types = _types(tree, _schema_for(task, model, adapter))
 
     profile_file = PROFILES_DIR / f"{profile}.yaml"
     layers = [(_rel(profile_file), _read(profile_file), KINDS)]

@@ -3,23 +3,28 @@
 Every task and model is described by a YAML file beside its code:
 
 * ``tasks/<task>/task.yaml`` with a ``spec`` section (name, interface, kind, entry, paper);
-* ``models/<family>/<model>.yaml`` with a ``spec`` section (name, shape, the interfaces it reads,
-  each mapped to the ``module:Class`` that builds the model for that interface, paper).
+* ``models/<family>/<model>.yaml`` with a ``spec`` section (name, shape, paper; the interfaces it reads
+  with a reader of its own, each mapped to the ``module:Class`` that builds it; a sequence ``core``);
+* ``models/adapters.yaml``: how a model of each shape reads each interface, declared once for all models
+  of that shape (a central module reads a story as sentence entities, a sequence core reads an image as
+  a patch sequence, ...). A model's own readers take precedence.
 
 Both files also carry the config defaults (``config``) and per-profile settings (``profiles``) that
 :mod:`harness.config` composes. The registry reads only these YAML files; code is imported lazily,
 when a run actually builds the task or model, so ``harness list`` and every error path stay free of
 torch, Lightning, Ray and wandb.
 
-Compatibility is computed, never listed by hand: a model fits a task when it declares the task's
-interface and the task's kind (the way MTEB checks modalities). Out-of-tree code can add entries with
+Compatibility is computed, never listed by hand: a model fits a task when it trains the task's kind and
+reads the task's interface, with a reader of its own or through its shape's adapter (the way MTEB checks
+modalities); each cell has a route (``story -> sentence entities + question entity -> predinet -> output
+MLP``) or a reason. Out-of-tree code can add entries with
 :func:`register_task` / :func:`register_model`.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,15 +58,64 @@ class TaskSpec:
 
 
 @dataclass(frozen=True)
+class Adapter:
+    """How models of one shape read one interface (``models/adapters.yaml``)."""
+
+    shape: str
+    interface: str
+    entry: str  # "module:Class"
+    route: str  # with {model} for the model's name
+    needs: str = ""  # "core": only models with a sequence core
+    config: dict[str, Any] = field(default_factory=dict)
+    schema: dict[str, Any] = field(default_factory=dict)
+
+
+def load_adapters(path: Path) -> dict[str, dict[str, Adapter]]:
+    """``{shape: {interface: Adapter}}`` from ``models/adapters.yaml``."""
+    adapters: dict[str, dict[str, Adapter]] = {}
+    for shape, entries in load_yaml_mapping(path).items():
+        if not isinstance(entries, dict):
+            raise UserError(f"{path}: shape '{shape}' must map interfaces to adapters")
+        for interface, entry in entries.items():
+            where = f"{path}: {shape}/{interface}"
+            if interface not in INTERFACES:
+                raise UserError(f"{where}: unknown interface; known: {', '.join(INTERFACES)}")
+            if not isinstance(entry, dict):
+                raise UserError(f"{where}: expected a mapping with entry and route")
+            unknown = sorted(set(entry) - {"entry", "route", "needs", "config", "schema"})
+            if unknown or entry.get("needs", "core") != "core":
+                raise UserError(f"{where}: unknown key(s) {', '.join(unknown) or 'needs'}")
+            adapters.setdefault(str(shape), {})[interface] = Adapter(
+                shape=str(shape), interface=interface, entry=_require(entry, "entry", path),
+                route=_require(entry, "route", path), needs=entry.get("needs", ""),
+                config=entry.get("config") or {}, schema=entry.get("schema") or {})
+    return adapters
+
+
+def with_adapters(spec: ModelSpec, adapters: dict[str, dict[str, Adapter]]) -> ModelSpec:
+    """The model with its shape's adapters added where it has no reader of its own (and meets their needs)."""
+    own = {i: e for i, e in spec.interfaces.items() if i not in spec.adapted}
+    adapted = {i: a for i, a in adapters.get(spec.shape, {}).items()
+               if i not in own and not (a.needs == "core" and not spec.core)}
+    routes = {i: f"{i} -> {spec.name} (its own reader)" for i in own}
+    routes.update({i: a.route.format(model=spec.name) for i, a in adapted.items()})
+    return replace(spec, interfaces={**own, **{i: a.entry for i, a in adapted.items()}}, adapted=adapted,
+                   routes=routes)
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """A model, the interfaces it reads (each with the class that builds it), and its kinds."""
 
     name: str
     title: str
-    shape: str  # "recurrent" or "central"
-    interfaces: dict[str, str]  # interface -> "module:Class"
+    shape: str  # one of ADAPTERS' shapes: "central", "recurrent", "agent"
+    interfaces: dict[str, str]  # interface -> "module:Class": its own readers, then its shape's adapters
     kinds: tuple[str, ...] = ("supervised",)
     paper: str = ""
+    core: str = ""  # "module:Class" of its sequence core ([B, T, D] -> [B, H]), for the sequence adapters
+    routes: dict[str, str] = field(default_factory=dict)  # interface -> the route `harness list` prints
+    adapted: dict[str, Adapter] = field(default_factory=dict)  # interfaces read through a shape adapter
     source: Path | None = None
     config: dict[str, Any] = field(default_factory=dict)
     profiles: dict[str, Any] = field(default_factory=dict)
@@ -74,6 +128,7 @@ class Compatibility:
 
     ok: bool
     reason: str = ""
+    route: str = ""  # how the model reads the task, when it runs
 
 
 def _require(data: dict[str, Any], key: str, path: Path) -> Any:
@@ -136,7 +191,7 @@ def model_spec_from_yaml(path: Path) -> ModelSpec:
     data = load_yaml_mapping(path)
     _check_sections(data, path)
     spec = data.get("spec") or {}
-    interfaces = _require(spec, "interfaces", path)
+    interfaces = spec.get("interfaces") or {}
     unknown = sorted(set(interfaces) - set(INTERFACES))
     if unknown:
         raise UserError(f"{path}: unknown interface(s) {', '.join(unknown)}; known: {', '.join(INTERFACES)}")
@@ -147,6 +202,7 @@ def model_spec_from_yaml(path: Path) -> ModelSpec:
         interfaces=dict(interfaces),
         kinds=tuple(spec.get("kinds", ["supervised"])),
         paper=spec.get("paper", ""),
+        core=spec.get("core", ""),
         source=path,
         config=data.get("config") or {},
         profiles=data.get("profiles") or {},
@@ -163,6 +219,7 @@ class Registry:
         self._models: dict[str, ModelSpec] | None = None
         self._extra_tasks: dict[str, TaskSpec] = {}
         self._extra_models: dict[str, ModelSpec] = {}
+        self._adapters: dict[str, dict[str, Adapter]] | None = None
 
     # discovery -------------------------------------------------------------------------------
     def _discover(self) -> None:
@@ -177,8 +234,18 @@ class Registry:
             spec = model_spec_from_yaml(path)
             if spec.name in models:
                 raise UserError(f"model '{spec.name}' is declared twice: {models[spec.name].source} and {path}")
-            models[spec.name] = spec
+            if spec.shape not in self.adapters:
+                raise UserError(f"{path}: shape '{spec.shape}' is not one of {', '.join(self.adapters)} "
+                                "(models/adapters.yaml)")
+            models[spec.name] = with_adapters(spec, self.adapters)
         self._tasks, self._models = tasks, models
+
+    @property
+    def adapters(self) -> dict[str, dict[str, Adapter]]:
+        if self._adapters is None:
+            path = self.root / "models" / "adapters.yaml"
+            self._adapters = load_adapters(path) if path.exists() else {}
+        return self._adapters
 
     @property
     def tasks(self) -> dict[str, TaskSpec]:
@@ -198,7 +265,7 @@ class Registry:
         self._extra_tasks[spec.name] = spec
 
     def add_model(self, spec: ModelSpec) -> None:
-        self._extra_models[spec.name] = spec
+        self._extra_models[spec.name] = with_adapters(spec, self.adapters)
 
     # lookup ----------------------------------------------------------------------------------
     def task(self, name: str) -> TaskSpec:
@@ -222,11 +289,15 @@ class Registry:
         if task.kind not in model.kinds:
             return Compatibility(False, f"{model.name} trains {'/'.join(model.kinds)}; {task.name} is {task.kind}")
         if task.interface not in model.interfaces:
+            adapter = self.adapters.get(model.shape, {}).get(task.interface)
+            if adapter is not None and adapter.needs == "core":
+                why = f"the {model.shape} adapter for {task.interface} needs a sequence core, which {model.name} lacks"
+            else:
+                why = f"no {model.shape} adapter reads {task.interface}"
             return Compatibility(
-                False,
-                f"{model.name} reads {'/'.join(sorted(model.interfaces))}; {task.name} gives {task.interface}",
-            )
-        return Compatibility(True)
+                False, f"{model.name} reads {'/'.join(sorted(model.interfaces))}; {task.name} gives "
+                       f"{task.interface} ({why})")
+        return Compatibility(True, route=model.routes.get(task.interface, ""))
 
     def check_pair(self, task_name: str, model_name: str) -> tuple[TaskSpec, ModelSpec]:
         """Both specs, or a UserError that says why the pair cannot run and which models fit."""

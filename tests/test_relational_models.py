@@ -54,12 +54,16 @@ def test_central_and_full_model_shapes(name):
     assert all(p.grad is not None for p in model.parameters())
 
 
-def test_yaml_spec_points_at_the_image_model():
+def test_yaml_spec_reads_images_through_the_central_adapter():
+    from harness.registry import REGISTRY
+
     for name in NAMES:
         data = yaml.safe_load((ROOT / "models" / "relational" / f"{name}.yaml").read_text())
         assert data["spec"]["name"] == name and data["config"]["model"]["name"] == name
-        assert data["spec"]["interfaces"] == {"image": "models.relational.image_model:ImageRelationalModel",
-                                              "env": "models.agents.shell:AgentShell"}
+        assert "interfaces" not in data["spec"] and data["spec"]["shape"] == "central"  # declared once, for all
+        interfaces = REGISTRY.model(name).interfaces
+        assert interfaces["image"] == "models.relational.image_model:ImageRelationalModel"
+        assert interfaces["env"] == "models.agents.shell:AgentShell"
         assert data["spec"]["kinds"] == ["supervised", "rl"]
         assert data["config"]["model"]["central"] in CENTRAL_MODULES
 

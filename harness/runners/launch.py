@@ -29,6 +29,7 @@ from omegaconf import OmegaConf
 from harness import config as config_lib
 from harness.config import Composed
 from harness.errors import DivergedError, UserError
+from harness.interfaces import check_task_data, named_splits
 from harness.paths import check_writable_folder
 from harness.provenance import attempt_record, code_files, fingerprint
 from harness.registry import load_entry
@@ -132,9 +133,7 @@ def check_targets(data: Any) -> None:
     if "num_classes" not in data.info:
         return
     classes = int(data.info["num_classes"])
-    splits = {"train": data.train, "val": data.val, "test": data.test,
-              **{f"test_{name}": split for name, split in data.extra_test.items()}}
-    for name, split in splits.items():
+    for name, split in named_splits(data).items():
         target = split.tensors[TARGET]  # [N]
         if len(target) and (int(target.min()) < 0 or int(target.max()) >= classes):
             raise UserError(f"the {name} split has labels {int(target.min())}..{int(target.max())}, outside the "
@@ -229,6 +228,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
         return 0
     build_before_start(composed, prepared)
     if prepared.loaded is not None:  # supervised single runs
+        check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
         check_targets(prepared.loaded)
     previous = _existing(run, force, composed)
 

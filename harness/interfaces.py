@@ -1,0 +1,112 @@
+"""The batch contract of every interface: what a task hands a model, tensor by tensor.
+
+A supervised task's splits hold one tensor per name below (plus ``target``, the class index, int64 [N]);
+a model built for the interface receives exactly these tensors as keyword arguments, batched
+(``model(**batch) -> logits [B, num_classes]``). An RL task's observation space has the interface's
+observation shape. Dimensions are named after the ``info`` keys that give their size; ``*`` is any size.
+
+========== ================================================================================================
+interface  tensors (one example; the batch adds a leading B)
+========== ================================================================================================
+image      ``image`` uint8 [H, W, C] (``info["image_shape"]``), ``task_id`` int64 [] (which task of a
+           multi-task set)
+story      ``story`` int64 [T, W] word ids, 0 = padding (T = ``max_story_len``, W = ``max_sent_len``),
+           ``story_len`` int64 [] real statements, ``query`` int64 [W] the question's word ids
+sequence   ``tokens`` int64 [L] token ids, 0 = padding, ``length`` int64 [] real tokens
+stream     ``frames`` float32 [T, *] one world state per step, ``length`` int64 [] real steps
+env        observation uint8 or float [H, W, 3]: a grid as an image (BoxWorld); checked by the agent
+state_env  observation float [D]: a flat state vector (CartPole); checked by the agent
+========== ================================================================================================
+
+:func:`check_task_data` runs when a run's data is built (before its directory exists); a mismatch is a
+one-line error naming the task, the tensor and the expected shape. ``sequence`` and ``stream`` are the
+contracts the Long Range Arena and world-state tasks will declare; no task gives them yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.data import TARGET
+from harness.errors import UserError
+
+
+@dataclass(frozen=True)
+class TensorContract:
+    """One tensor of an interface: its dtypes and its per-example shape (names of ``info`` keys, ints or ``*``)."""
+
+    dtypes: tuple[str, ...]
+    shape: tuple[str | int, ...]
+    optional: bool = False
+
+    def describe(self) -> str:
+        return f"{'/'.join(self.dtypes)} [{', '.join(map(str, self.shape))}]"
+
+
+BATCH_CONTRACTS: dict[str, dict[str, TensorContract]] = {
+    "image": {"image": TensorContract(("uint8",), ("image_shape",)),
+              "task_id": TensorContract(("int64",), ())},
+    "story": {"story": TensorContract(("int64",), ("max_story_len", "max_sent_len")),
+              "story_len": TensorContract(("int64",), ()),
+              "query": TensorContract(("int64",), ("max_sent_len",))},
+    "sequence": {"tokens": TensorContract(("int64",), ("max_len",)),
+                 "length": TensorContract(("int64",), ())},
+    "stream": {"frames": TensorContract(("float32",), ("max_steps", "*")),
+               "length": TensorContract(("int64",), ())},
+}
+
+
+def _expected_shape(contract: TensorContract, info: dict[str, Any]) -> list[int | None]:
+    """Per-example sizes (None: any); ``image_shape`` stands for the three dimensions it holds."""
+    sizes: list[int | None] = []
+    for dim in contract.shape:
+        if dim == "*":
+            sizes.append(None)
+        elif isinstance(dim, int):
+            sizes.append(dim)
+        elif dim == "image_shape":
+            sizes.extend(int(v) for v in info[dim])
+        else:
+            sizes.append(int(info[dim]) if dim in info else None)
+    return sizes
+
+
+def check_split(task: str, interface: str, split_name: str, tensors: dict[str, Any], info: dict[str, Any]) -> None:
+    """One split of a supervised task against its interface's contract (a UserError on the first mismatch)."""
+    contract = BATCH_CONTRACTS.get(interface)
+    if contract is None:
+        raise UserError(f"task {task}: interface '{interface}' has no batch contract (harness/interfaces.py)")
+    extra = sorted(set(tensors) - set(contract) - {TARGET})
+    if extra:
+        raise UserError(f"task {task}, {split_name} split: tensor(s) {', '.join(extra)} are not in the "
+                        f"'{interface}' contract ({', '.join(contract)}, target)")
+    for name, expected in contract.items():
+        if name not in tensors:
+            if expected.optional:
+                continue
+            raise UserError(f"task {task}, {split_name} split: no '{name}' tensor; the '{interface}' contract "
+                            f"needs {name} {expected.describe()}")
+        tensor = tensors[name]
+        dtype = str(tensor.dtype).removeprefix("torch.")
+        sizes = _expected_shape(expected, info)
+        shape = tuple(tensor.shape[1:])  # without the example dimension
+        if dtype not in expected.dtypes or len(shape) != len(sizes) or any(
+                want is not None and got != want for got, want in zip(shape, sizes, strict=False)):
+            wanted = ", ".join("*" if s is None else str(s) for s in sizes)
+            raise UserError(f"task {task}, {split_name} split: '{name}' is {dtype} {list(shape)} per example; the "
+                            f"'{interface}' contract needs {'/'.join(expected.dtypes)} [{wanted}] "
+                            f"({expected.describe()})")
+
+
+def named_splits(data: Any) -> dict[str, Any]:
+    """A ``harness.data.TaskData``'s splits by name: train, val, test and each extra ``test_<name>``."""
+    return {"train": data.train, "val": data.val, "test": data.test,
+            **{f"test_{name}": split for name, split in data.extra_test.items()}}
+
+
+def check_task_data(task: str, interface: str, data: Any) -> None:
+    """Every split of a supervised task's data (``harness.data.TaskData``) against the interface's contract."""
+    for split_name, split in named_splits(data).items():
+        check_split(task, interface, split_name, split.tensors, data.info)
+
