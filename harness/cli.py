@@ -86,7 +86,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from harness.runners.tune import check_sweep, load_sweep, run_sweep, sweep_table
+    from harness.runners.tune import check_sweep, load_sweep, run_sweep, sweep_cells, sweep_table
     from harness.runs import default_runs_dir
 
     sweep = load_sweep(Path(args.file))
@@ -97,9 +97,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         grid = 1
         for spec in sweep.space.values():
             grid *= len(spec["values"]) if spec["type"] == "grid" else 1
-        trials = len(sweep.models) * len(sweep.seeds) * grid * sweep.num_samples
-        print(f"sweep {sweep.name}: {sweep.task} x {', '.join(sweep.models)}, profile {sweep.profile}, "
-              f"{trials} trials; the config composes for every model")
+        cells = sweep_cells(sweep)
+        trials = len(cells) * len(sweep.seeds) * grid * sweep.num_samples
+        what = (f"{sweep.task} x {', '.join(m for _, m in cells)}" if not sweep.tasks else
+                f"{len(cells)} cells of {len({t for t, _ in cells})} tasks x {len({m for _, m in cells})} models")
+        print(f"sweep {sweep.name}: {what}, profile {sweep.profile}, {trials} trials; the config composes for "
+              f"every {'cell' if sweep.tasks else 'model'}")
         return 0
     rows = run_sweep(sweep, Path(args.runs_dir) if args.runs_dir else default_runs_dir())
     print(_table(sweep_table(rows)))

@@ -51,7 +51,8 @@ def test_matrix_has_a_route_or_a_reason_for_every_cell():
     assert "sentence entities" in matrix[("babi", "predinet")].route
     assert matrix[("babi", "tpr_rnn")].route == "story -> tpr_rnn (its own reader)"
     assert "patch sequence -> transformer" in matrix[("relations_game", "transformer")].route
-    assert "needs a sequence core, which tpr_rnn lacks" in matrix[("relations_game", "tpr_rnn")].reason
+    assert matrix[("relations_game", "tpr_rnn")].route.startswith("image -> raster-order patch sequence -> tpr_rnn")
+    assert matrix[("boxworld", "tpr_rnn")].reason == "tpr_rnn trains supervised; boxworld is rl"
 
 
 def test_a_new_model_joins_every_task_its_shape_reaches_from_its_own_spec_alone():
@@ -61,8 +62,11 @@ def test_a_new_model_joins_every_task_its_shape_reaches_from_its_own_spec_alone(
     toy = registry.model("toy_core")
     assert set(toy.interfaces) == {"story", "sequence", "image", "env", "state_env"}
     assert all(registry.compatibility(task, toy).ok for task in registry.tasks.values())
-    coreless = registry.model("tpr_rnn")
+    registry.add_model(ModelSpec(name="coreless", title="", shape="recurrent", interfaces={"story": "x:Y"}))
+    coreless = registry.model("coreless")
     assert set(coreless.interfaces) == {"story"}  # its own reader only: no core, no sequence adapters
+    reason = registry.compatibility(registry.task("relations_game"), coreless).reason
+    assert reason.endswith("(the recurrent adapter for image needs a sequence core, which coreless lacks)")
 
 
 def test_adapter_keys_are_only_in_the_runs_that_read_through_that_adapter():
@@ -123,7 +127,7 @@ def test_every_central_module_reads_a_story_and_ignores_padding_statements(name:
 @pytest.mark.parametrize("name", SEQUENCE_MODELS)
 def test_every_sequence_core_reads_stories_images_grids_and_states(name: str):
     torch.manual_seed(0)
-    story_model = StorySequenceModel(model_cfg("babi", name), STORY_INFO)
+    story_model = StorySequenceModel(model_cfg("babi", name), STORY_INFO)  # tpr_rnn reads stories its own way
     assert story_model(*story_batch()).shape == (3, 20)
     image_model = ImageSequenceModel(model_cfg("relations_game", name), IMAGE_INFO)
     images = torch.randint(0, 256, (2, 36, 36, 3), dtype=torch.uint8)
@@ -133,7 +137,7 @@ def test_every_sequence_core_reads_stories_images_grids_and_states(name: str):
     logits.sum().backward()
     assert image_model.task_token is not None and image_model.task_token.weight.grad is not None
     for shape in ((8, 8, 3), (4,)):
-        agent = SequenceAgent(model_cfg("cartpole", name), None, shape, 5)
+        agent = SequenceAgent(model_cfg("babi", name), None, shape, 5)  # tpr_rnn trains supervised only
         policy, value = agent(torch.rand(2, *shape))
         assert policy.shape == (2, 5) and value.shape == (2,)
 

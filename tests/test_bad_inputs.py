@@ -200,13 +200,12 @@ MISTAKES: list[Mistake] = [
     Mistake("unknown model", ("bench", "--task", "babi", "--model", "lsmt"),
             "unknown model 'lsmt' (did you mean 'lstm'?)"),
     Mistake("unknown profile", (*BABI[:-1], "fast"), "unknown profile 'fast'"),
-    Mistake("incompatible pair (interface)", ("bench", "--task", "relations_game", "--model", "tpr_rnn"),
-            "tpr_rnn cannot run on relations_game: tpr_rnn reads story; relations_game gives image (the recurrent "
-            "adapter for image needs a sequence core, which tpr_rnn lacks); models that fit relations_game: lstm"),
+    Mistake("incompatible pair (an RL model on a supervised task)", ("bench", "--task", "babi", "--model", "mlp_agent"),
+            "mlp_agent cannot run on babi: mlp_agent trains rl; babi is supervised; models that fit babi: lstm"),
     Mistake("incompatible pair (kind)", ("bench", "--task", "cartpole", "--model", "tpr_rnn"),
             "tpr_rnn cannot run on cartpole: tpr_rnn trains supervised; cartpole is rl"),
-    Mistake("validate an incompatible pair", ("validate", "--task", "relations_game", "--model", "tpr_rnn"),
-            "tpr_rnn cannot run on relations_game"),
+    Mistake("validate an incompatible pair", ("validate", "--task", "boxworld", "--model", "tpr_rnn"),
+            "tpr_rnn cannot run on boxworld"),
     # the command line itself ------------------------------------------------------------------------------
     Mistake("no --model", ("bench", "--task", "babi"), "the following arguments are required: --model"),
     Mistake("--seed not a number", (*BABI, "--seed", "abc"), "invalid int value: 'abc'"),
@@ -347,8 +346,8 @@ MISTAKES: list[Mistake] = [
     Mistake("pair file sets the data fingerprint", BABI, "data.fingerprint",
             pair_file("config:\n  data:\n    fingerprint: abc\n")),
     Mistake("pair file for a pair that cannot run", ("list",),
-            "tpr_rnn cannot run on relations_game, so this pair file is never used",
-            pair_file("config: {}\n", task="relations_game", model="tpr_rnn")),
+            "tpr_rnn cannot run on boxworld, so this pair file is never used",
+            pair_file("config: {}\n", task="boxworld", model="tpr_rnn")),
     # sweep files (harness sweep FILE --dry-run) ---------------------------------------------------------
     Mistake("sweep file missing", ("sweep", "{tmp}/nowhere.yaml", "--dry-run"), "no sweep file"),
     Mistake("sweep file unknown key", sweep(), "unknown key(s) model",

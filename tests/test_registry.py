@@ -10,6 +10,7 @@ from tests.conftest import ROOT
 
 IMAGE_TASK = TaskSpec(name="toy_images", title="", interface="image", kind="supervised", entry="x:Y")
 RL_TASK = TaskSpec(name="toy_env", title="", interface="env", kind="rl", entry="x:Y")
+STREAM_TASK = TaskSpec(name="toy_stream", title="", interface="stream", kind="supervised", entry="x:Y")
 
 
 def test_discovers_tasks_and_models_from_yaml():
@@ -24,8 +25,10 @@ def test_compatibility_is_computed_from_declarations():
     registry = Registry()
     tpr = registry.model("tpr_rnn")
     assert registry.compatibility(registry.task("babi"), tpr).ok
-    cell = registry.compatibility(IMAGE_TASK, tpr)
-    assert not cell.ok and "reads story" in cell.reason and "gives image" in cell.reason
+    assert registry.compatibility(IMAGE_TASK, tpr).ok  # through the recurrent adapter and its core
+    cell = registry.compatibility(STREAM_TASK, tpr)
+    assert not cell.ok and "reads env/image/sequence/state_env/story" in cell.reason and "gives stream" in cell.reason
+    assert cell.reason.endswith("(no recurrent adapter reads stream)")
     cell = registry.compatibility(RL_TASK, tpr)
     assert not cell.ok and "rl" in cell.reason
 
@@ -39,12 +42,12 @@ def test_unknown_names_suggest_the_closest():
 
 def test_incompatible_pair_names_the_reason_and_the_models_that_fit():
     registry = Registry()
-    registry.add_task(IMAGE_TASK)
-    registry.add_model(ModelSpec(name="toy_cnn", title="", shape="central", interfaces={"image": "x:Y"}))
+    registry.add_task(STREAM_TASK)
+    registry.add_model(ModelSpec(name="toy_stream_reader", title="", shape="recurrent", interfaces={"stream": "x:Y"}))
     with pytest.raises(UserError) as info:
-        registry.check_pair("toy_images", "tpr_rnn")
-    assert "tpr_rnn reads story; toy_images gives image" in str(info.value)
-    assert "models that fit toy_images:" in str(info.value) and "toy_cnn" in str(info.value)
+        registry.check_pair("toy_stream", "tpr_rnn")
+    assert "tpr_rnn reads env/image/sequence/state_env/story; toy_stream gives stream" in str(info.value)
+    assert "models that fit toy_stream: toy_stream_reader" in str(info.value)
 
 
 def test_list_imports_no_heavy_library_and_is_fast():
@@ -60,10 +63,10 @@ def test_list_imports_no_heavy_library_and_is_fast():
 def test_list_prints_reasons_for_empty_cells(capsys):
     from harness.cli import cmd_list
 
-    REGISTRY.add_task(IMAGE_TASK)
+    REGISTRY.add_task(STREAM_TASK)
     try:
         cmd_list(None)
     finally:
-        REGISTRY._extra_tasks.pop("toy_images")
+        REGISTRY._extra_tasks.pop("toy_stream")
     out = capsys.readouterr().out
-    assert "toy_images" in out and "tpr_rnn reads story; toy_images gives image" in out
+    assert "toy_stream" in out and "tpr_rnn reads env/image/sequence/state_env/story; toy_stream gives stream" in out

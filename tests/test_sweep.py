@@ -12,7 +12,7 @@ import pytest
 
 from harness import cli
 from harness.errors import UserError
-from harness.runners.tune import load_sweep, run_sweep, sweep_table, trial_bundles, trial_overrides
+from harness.runners.tune import load_sweep, run_sweep, sweep_cells, sweep_table, trial_bundles, trial_overrides
 from tests.conftest import ROOT, requires_loopback_only, run_cli_loopback
 
 
@@ -172,7 +172,12 @@ def test_sweep_of_two_models_and_two_seeds_fills_the_store_and_lists_the_failing
 
 def test_rl_trials_reserve_a_cpu_for_each_env_runner():
     """RLlib places its EnvRunners in the trial's placement group: bundle 0 is the trial (driver and
-    learner), then one bundle per runner. Supervised trials keep a plain CPU request."""
+    learner), then one bundle per runner. A supervised trial is one bundle, its own."""
     rl_sweep = load_sweep(ROOT / "sweeps" / "simplicial_bridge_boxworld.yaml")
-    assert trial_bundles(rl_sweep) == [{"CPU": 1.0}, {"CPU": 1.0}]
-    assert trial_bundles(load_sweep(ROOT / "sweeps" / "babi_smoke.yaml")) is None
+    assert trial_bundles(rl_sweep, "bridge_boxworld", "simplicial") == [{"CPU": 1.0}, {"CPU": 1.0}]
+    assert trial_bundles(load_sweep(ROOT / "sweeps" / "babi_smoke.yaml"), "babi", "lstm") == [{"CPU": 1.0}]
+    matrix = load_sweep(ROOT / "sweeps" / "matrix_smoke.yaml")  # each cell its own: RL cells reserve their runners
+    cells = sweep_cells(matrix)
+    assert ("babi", "predinet") in cells and ("cartpole", "lstm") in cells and ("babi", "mlp_agent") not in cells
+    assert trial_bundles(matrix, "cartpole", "predinet") == [{"CPU": 1.0}, {"CPU": 1.0}]
+    assert trial_bundles(matrix, "babi", "predinet") == [{"CPU": 1.0}]

@@ -15,6 +15,11 @@ A sweep is one YAML file (``sweeps/<name>.yaml``)::
     cpus_per_trial: 1
     max_concurrent: null             # null: as many trials as the cluster's CPUs allow
 
+A **matrix sweep** names ``tasks`` (a list, or ``all``) instead of ``task``, and ``models`` may be ``all``: its
+grid is every (task, model) cell the registry says can run (``harness list``), each a trial per seed;
+``sweeps/matrix_smoke.yaml`` runs the whole matrix at the smoke profile. Overrides and space keys must then
+be keys every cell has (``seed``-like settings), and an RL cell's trial reserves CPUs for its env runners.
+
 Space types: ``grid`` / ``choice`` (``values``), ``uniform`` / ``loguniform`` (``low``, ``high``),
 ``randint`` (``low`` inclusive, ``high`` exclusive). Every mistake in the file or in its space (a missing
 field, a bound out of order, a key that is not a config key, a value of the wrong type for its key) is
@@ -74,8 +79,9 @@ TRIAL_DIR = "/tmp/harness-trials"
 @dataclass
 class Sweep:
     name: str
-    task: str
-    models: list[str]
+    models: list[str] | str  # or "all" (matrix sweeps)
+    task: str = ""
+    tasks: list[str] | str | None = None  # a matrix sweep: task names or "all"
     profile: str = "cpu"
     seeds: list[int] = field(default_factory=lambda: [0])
     overrides: list[str] = field(default_factory=list)
@@ -105,9 +111,12 @@ def load_sweep(path: Path) -> Sweep:
     unknown = sorted(str(key) for key in set(data) - known - {"description"})
     if unknown:
         raise UserError(f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    for key in ("name", "task", "models"):
+    for key in ("name", "models"):
         if key not in data:
             raise UserError(f"{path}: missing '{key}'")
+    if ("task" in data) == ("tasks" in data):
+        raise UserError(f"{path}: {'missing' if 'task' not in data else 'both'} 'task' (one task) "
+                        f"{'or' if 'task' not in data else 'and'} 'tasks' (a matrix sweep)")
     data.pop("description", None)
     for key, empty in (("space", {}), ("overrides", [])):
         data[key] = empty if data.get(key) is None else data[key]  # `space:` left empty in the file
@@ -129,16 +138,28 @@ def _is_number(value: Any) -> bool:
 
 def _sweep_problem(data: dict[str, Any]) -> str | None:
     """What is wrong with a sweep file's top-level values, or None."""
-    name, models, seeds = data["name"], data["models"], data.get("seeds", [0])
+    name, models = data["name"], data["models"]
     if not isinstance(name, str) or not NAME.fullmatch(name):
         return f"name {name!r} must be letters, digits, '_', '.' or '-' (it names the W&B group)"
     for key in ("task", "profile"):
         if key in data and (not isinstance(data[key], str) or not data[key]):
             return f"'{key}' must be a name, not {data[key]!r}"
+    tasks = data.get("tasks")
+    if tasks is not None and tasks != "all" and (
+            not isinstance(tasks, list) or not tasks or not all(isinstance(t, str) and t for t in tasks)):
+        return f"'tasks' must be 'all' or a non-empty list of task names, not {tasks!r}"
+    if models == "all" and tasks is not None:
+        return _sweep_rest_problem(data)
     if not isinstance(models, list) or not models:
-        return f"'models' must be a non-empty list of model names, not {models!r}"
+        return f"'models' must be a non-empty list of model names{' or all' if tasks else ''}, not {models!r}"
     if not all(isinstance(m, str) and m for m in models) or len(set(models)) < len(models):
         return f"'models' must list model names, each once: {models!r}"
+    return _sweep_rest_problem(data)
+
+
+def _sweep_rest_problem(data: dict[str, Any]) -> str | None:
+    """The checks of :func:`_sweep_problem` after the names: seeds, overrides, space and resources."""
+    seeds = data.get("seeds", [0])
     if not isinstance(seeds, list) or not seeds or not all(_is_int(s) and s >= 0 for s in seeds):
         return f"'seeds' must be a non-empty list of non-negative integers, not {seeds!r}"
     if len(set(seeds)) < len(seeds):
@@ -203,20 +224,36 @@ def _candidates(spec: dict[str, Any]) -> list[Any]:
     return [float(spec["low"]), float(spec["high"])]
 
 
+def sweep_cells(sweep: Sweep) -> list[tuple[str, str]]:
+    """The (task, model) cells a sweep trains: its task with each of its models, or, for a matrix sweep, every
+    cell of its tasks and models that can run (the registry's compatibility)."""
+    from harness.registry import REGISTRY
+
+    if not sweep.tasks:
+        return [(sweep.task, str(model)) for model in sweep.models]
+    tasks = list(REGISTRY.tasks) if sweep.tasks == "all" else [REGISTRY.task(t).name for t in sweep.tasks]
+    models = list(REGISTRY.models) if sweep.models == "all" else [REGISTRY.model(m).name for m in sweep.models]
+    cells = [(t, m) for t in tasks for m in models
+             if REGISTRY.compatibility(REGISTRY.task(t), REGISTRY.model(m)).ok]
+    if not cells:
+        raise UserError(f"sweep {sweep.name}: none of its tasks and models can run together (see `harness list`)")
+    return cells
+
+
 def check_sweep(sweep: Sweep) -> None:
-    """Compose every model's config with each value the space can take at its ends, so that a bad name, a
+    """Compose every cell's config with each value the space can take at its ends, so that a bad name, a
     key that is not a config key or a value of the wrong type fails before Ray starts."""
     from harness.config import compose
 
-    for model in sweep.models:
+    for task, model in sweep_cells(sweep):
         try:
-            compose(sweep.task, model, sweep.profile, list(sweep.overrides))
+            compose(task, model, sweep.profile, list(sweep.overrides))
         except UserError as exc:
             raise UserError(f"sweep {sweep.name}: {exc}") from None
         for key, spec in sweep.space.items():
             for value in _candidates(spec):
                 try:
-                    compose(sweep.task, model, sweep.profile, [*sweep.overrides, f"{key}={_flow(value)}"])
+                    compose(task, model, sweep.profile, [*sweep.overrides, f"{key}={_flow(value)}"])
                 except UserError as exc:
                     raise UserError(f"sweep {sweep.name}, space '{key}' with {model}: {exc}") from None
 
@@ -237,8 +274,19 @@ def _tune_space(sweep: Sweep) -> dict[str, Any]:
         "randint": lambda s: tune.randint(int(s["low"]), int(s["high"])),
     }
     space = {key: samplers[spec["type"]](spec) for key, spec in sweep.space.items()}
+    if sweep.tasks:
+        cells = tune.grid_search([f"{task}/{model}" for task, model in sweep_cells(sweep)])
+        return {"cell": cells, "seed": tune.grid_search(list(sweep.seeds)), "space": space}
     return {"model": tune.grid_search(list(sweep.models)), "seed": tune.grid_search(list(sweep.seeds)),
             "space": space}
+
+
+def trial_cell(sweep: Sweep, trial: dict[str, Any]) -> tuple[str, str]:
+    """The (task, model) of one trial."""
+    if "cell" in trial:
+        task, _, model = str(trial["cell"]).partition("/")
+        return task, model
+    return sweep.task, str(trial["model"])
 
 
 def trial_overrides(sweep: Sweep, trial: dict[str, Any]) -> list[str]:
@@ -252,18 +300,16 @@ def trial_label(trial: dict[str, Any]) -> str:
     """A trial as the table shows it: model, seed and sampled values (floats to 4 significant digits)."""
     shown = [f"{key}={f'{value:.4g}' if isinstance(value, float) else _flow(value)}"
              for key, value in sorted((trial.get("space") or {}).items())]
-    return " ".join([str(trial.get("model")), f"seed={trial.get('seed')}", *shown])
+    return " ".join([str(trial.get("cell") or trial.get("model")), f"seed={trial.get('seed')}", *shown])
 
 
-def trial_bundles(sweep: Sweep) -> list[dict[str, float]] | None:
-    """For RL sweeps, the placement group one trial needs: the trial's own process (RLlib's driver and
-    local learner) plus one CPU per EnvRunner, in the order RLlib fills it; None for supervised sweeps."""
+def trial_bundles(sweep: Sweep, task: str, model: str) -> list[dict[str, float]]:
+    """The placement group one trial needs: the trial's own process (for RL: RLlib's driver and local
+    learner) plus, for RL, one CPU per EnvRunner, in the order RLlib fills it."""
     from harness.config import compose
 
-    composed = compose(sweep.task, sweep.models[0], sweep.profile, list(sweep.overrides))
-    if composed.task.kind != "rl":
-        return None
-    runners = int(composed.cfg.rl.num_env_runners)
+    composed = compose(task, model, sweep.profile, list(sweep.overrides))
+    runners = int(composed.cfg.rl.num_env_runners) if composed.task.kind == "rl" else 0
     return [{"CPU": float(sweep.cpus_per_trial)}] + [{"CPU": 1.0}] * runners
 
 
@@ -300,7 +346,7 @@ def run_trial(trial: dict[str, Any], sweep: Sweep, store: Any = None) -> dict[st
     error: BaseException | None = None
     composed, sender = None, None
     try:
-        composed = compose(sweep.task, trial["model"], sweep.profile, overrides)
+        composed = compose(*trial_cell(sweep, trial), sweep.profile, overrides)
         if store is None:
             launch(composed, runs_dir=runs_dir)
         else:
@@ -331,7 +377,7 @@ def _receive(trial: dict[str, Any], sweep: Sweep, store: Any, root: Path) -> Any
     from harness.runs import Run
 
     label = trial_label(trial)
-    pinned = compose(sweep.task, trial["model"], sweep.profile, trial_overrides(sweep, trial))
+    pinned = compose(*trial_cell(sweep, trial), sweep.profile, trial_overrides(sweep, trial))
     prepare_task(pinned)
     key = run_key(pinned.cfg.task.name, pinned.cfg.model.name, pinned.run_id)
     local_run = root / key
@@ -386,8 +432,12 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
         from harness.runners.run_transfer import start_driver_store
 
         store = start_driver_store(runs_dir) if cluster else None
-        bundles = trial_bundles(sweep)
-        resources: Any = {"cpu": sweep.cpus_per_trial} if bundles is None else tune.PlacementGroupFactory(bundles)
+        bundles = {f"{task}/{model}": trial_bundles(sweep, task, model) for task, model in sweep_cells(sweep)}
+
+        def resources(config: dict[str, Any]) -> Any:  # each trial's CPUs (an RL cell's env runners too)
+            task, model = trial_cell(sweep, config)
+            return tune.PlacementGroupFactory(bundles[f"{task}/{model}"])
+
         trainable = tune.with_resources(tune.with_parameters(_run_trial, sweep=sweep, env=env, store=store), resources)
         tuner = tune.Tuner(
             trainable,
@@ -414,11 +464,12 @@ def _row(result: Any) -> dict[str, Any]:
 
 
 def sweep_table(rows: list[dict[str, Any]]) -> list[list[str]]:
-    """The sweep's final table, one line per trial: the test accuracies of a completed run, otherwise the
-    one-line reason."""
-    table = [["trial", "run_id", "status", "test accuracy / reason"]]
+    """The sweep's final table, one line per trial: the held-out accuracies (RL: the evaluation's win rate and
+    return) of a completed run, otherwise the one-line reason."""
+    table = [["trial", "run_id", "status", "held-out metrics / reason"]]
     for row in rows:
-        shown = ("  ".join(f"{k}={v:.4f}" for k, v in sorted(row["metrics"].items()) if k.endswith("/acc"))
+        shown = ("  ".join(f"{k}={v:.4f}" for k, v in sorted(row["metrics"].items())
+                           if k.endswith("/acc") or k in ("eval/win_rate", "eval/episode_return"))
                  if row["status"] == "completed" else row["reason"])
         table.append([row["trial"], row["run_id"] or "-", row["status"], shown])
     return table

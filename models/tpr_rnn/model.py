@@ -122,39 +122,30 @@ class FactoredTPR:
 MEMORIES = {"dense": DenseTPR, "factored": FactoredTPR}
 
 
-class TPRRNN(nn.Module):
-    """TPR-RNN for the ``story`` interface: (story [B, T, W], story_len [B], query [B, W]) -> logits [B, V]."""
+class TPRReasoning(nn.Module):
+    """The update and inference modules (paper §4, eqs. 4-19) over sentence vectors of width ``symbol``: the part
+    of TPR-RNN that does not depend on words, shared by :class:`TPRRNN` and the sequence core
+    (``models.tpr_rnn.core``). A subclass builds its own input first, then calls :meth:`build_reasoning`
+    (parameters are created, and so randomly initialised, in the reference's order)."""
 
-    def __init__(self, cfg: Any, info: dict[str, Any]) -> None:
-        super().__init__()
-        vocab, words = int(info["vocab_size"]), int(info["max_sent_len"])
+    def build_reasoning(self, symbol: int, cfg: Any) -> None:
         d_e, d_r, d_h = int(cfg.entity_size), int(cfg.role_size), int(cfg.hidden_size)
         if cfg.memory not in MEMORIES:
             raise ValueError(f"model.memory must be one of {sorted(MEMORIES)}, got {cfg.memory!r}")
         self.memory_cls = MEMORIES[cfg.memory]
         self.d_e, self.d_r = d_e, d_r
-        symbol = vocab  # S = V (paper Appendix A; ``c.symbol_size = c.vocab_size`` in tpr_rnn_graph.py)
-        self.embedding = nn.Parameter(torch.empty(vocab, symbol).uniform_(-cfg.init_limit, cfg.init_limit))
-        self.position_raw = nn.Parameter(torch.ones(words, symbol))  # read as P / W
-        self.words = words
         self.update_entities = MLPBank(2, symbol, d_h, d_e)  # e1, e2
         self.update_roles = MLPBank(3, symbol, d_h, d_r)  # r1, r2, r3
         self.query_entity = MLPBank(1, symbol, d_h, d_e)  # q_e1
         self.query_roles = MLPBank(3, symbol, d_h, d_r)  # q_r1, q_r2, q_r3
         self.norms = nn.ModuleList([ScalarLayerNorm() for _ in range(3)])
-        self.Z = nn.Parameter(glorot_uniform_(torch.empty(d_e, vocab), d_e, vocab))
 
-    def encode(self, tokens: torch.Tensor) -> torch.Tensor:
-        """s = sum_w E[x_w] * P_w / W:  tokens [..., W] -> [..., S]"""
-        embedded = self.embedding[tokens]  # [..., W, S]
-        return (embedded * (self.position_raw / self.words)).sum(dim=-2)
-
-    def forward(self, story: torch.Tensor, story_len: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
-        batch, steps, _ = story.shape
-        sentences = self.encode(story)  # [B, T, S]
+    def reason(self, sentences: torch.Tensor, mask: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """sentences [B, T, S], mask [B, T] (1 = a real statement), question q [B, S] -> i1 + i2 + i3 [B, d_e]."""
+        batch, steps, _ = sentences.shape
         e1, e2 = self.update_entities(sentences)  # each [B, T, d_e]
         r1, r2, r3 = self.update_roles(sentences)  # each [B, T, d_r]
-        mask = (torch.arange(steps, device=story.device) < story_len[:, None]).to(sentences.dtype)  # [B, T]
+        mask = mask.to(sentences.dtype)
 
         memory = self.memory_cls(batch, self.d_e, self.d_r, sentences)
         for t in range(steps):
@@ -169,10 +160,32 @@ class TPRRNN(nn.Module):
                 torch.stack([a2 - w_hat, w_hat - m_hat, a1 - b_hat], dim=1) * keep[:, :, None],  # eqs. 10, 12, 14
             )
 
-        q = self.encode(query)  # [B, S]
         (q_e1,) = self.query_entity(q)  # [B, d_e]
         q_r1, q_r2, q_r3 = self.query_roles(q)  # each [B, d_r]
         i1 = self.norms[0](memory.read(q_e1, q_r1))  # eq. 17
         i2 = self.norms[1](memory.read(i1, q_r2))  # eq. 18
         i3 = self.norms[2](memory.read(i2, q_r3))  # eq. 19
-        return (i1 + i2 + i3) @ self.Z  # eq. 20, [B, V]
+        return i1 + i2 + i3
+
+
+class TPRRNN(TPRReasoning):
+    """TPR-RNN for the ``story`` interface: (story [B, T, W], story_len [B], query [B, W]) -> logits [B, V]."""
+
+    def __init__(self, cfg: Any, info: dict[str, Any]) -> None:
+        super().__init__()
+        vocab, words = int(info["vocab_size"]), int(info["max_sent_len"])
+        symbol = vocab  # S = V (paper Appendix A; ``c.symbol_size = c.vocab_size`` in tpr_rnn_graph.py)
+        self.embedding = nn.Parameter(torch.empty(vocab, symbol).uniform_(-cfg.init_limit, cfg.init_limit))
+        self.position_raw = nn.Parameter(torch.ones(words, symbol))  # read as P / W
+        self.words = words
+        self.build_reasoning(symbol, cfg)
+        self.Z = nn.Parameter(glorot_uniform_(torch.empty(self.d_e, vocab), self.d_e, vocab))
+
+    def encode(self, tokens: torch.Tensor) -> torch.Tensor:
+        """s = sum_w E[x_w] * P_w / W:  tokens [..., W] -> [..., S]"""
+        embedded = self.embedding[tokens]  # [..., W, S]
+        return (embedded * (self.position_raw / self.words)).sum(dim=-2)
+
+    def forward(self, story: torch.Tensor, story_len: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+        mask = torch.arange(story.shape[1], device=story.device) < story_len[:, None]  # [B, T]
+        return self.reason(self.encode(story), mask, self.encode(query)) @ self.Z  # eq. 20, [B, V]
