@@ -121,6 +121,7 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
             pages[name] = _error_page(env, nav, root, what, exc)
 
     present = [store for store in stores if store["exists"]]
+    matrix = tables.matrix(runs, papers)
     render("index.html", "", "the index", "index.html",
            title=SITE_TITLE, runs_found=bool(runs),
            no_runs_message="No runs: " + (" and ".join(f"{s['label']} {s['path']}" for s in stores) or "no store")
@@ -129,7 +130,7 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
                    for s in present] or [{"label": "the run store", "path": stores[0]["path"] if stores else "–",
                                           "n": 0}],
            n_runs=len(runs), status_summary=tables.status_summary(runs),
-           matrix=tables.matrix(runs, papers), groups=tables.run_groups(runs),
+           matrix=matrix, rankings=tables.rankings(matrix), groups=tables.run_groups(runs),
            papers=[{"page": p.page, "title": p.title, "citation": p.citation} for p in papers],
            provenance=tables.provenance(runs))
     for paper in papers:

@@ -141,6 +141,19 @@ def matrix(runs: list[RunRecord], papers: list[PaperSpec]) -> dict[str, Any]:
     return {"models": models, "rows": rows}
 
 
+def rankings(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """The matrix's second view: per task, its models ordered by their cell's best mean held-out metric (the
+    same numbers as the matrix; models without a completed run are left out)."""
+    ranked = []
+    for row in table["rows"]:
+        cells = sorted((cell for cell in row["cells"] if not cell["empty"] and cell["best"]),
+                       key=lambda cell: -cell["best"]["mean"])
+        entries = [{"rank": i, "model": cell["model"], **cell["best"]} for i, cell in enumerate(cells, start=1)]
+        if entries:
+            ranked.append({"task": row["task"], "entries": entries})
+    return ranked
+
+
 def run_row(run: RunRecord, head: Headline = TEST_ACC) -> dict[str, Any]:
     """One line of the index's runs table; ``acc`` is the headline metric (test/acc unless RL)."""
     acc = run.metric(head.metric)

@@ -4,7 +4,7 @@ that nothing was lost.
 A script, not a test (pytest does not collect it: its name has no ``test_`` prefix); it takes tens of
 minutes. Run it from the project root::
 
-    .venv/bin/python tests/kill_resume.py --trials 24 --seed 0 [--lock /tmp/cpu.lock]
+    .venv/bin/python tests/kill_resume.py --trials 24 --seed 0 [--lock /tmp/cpu.lock] [--earliest 0.1]
 
 ``--lock FILE`` takes an exclusive ``flock`` on FILE around each reference command and each trial (not
 around the whole script), so that other heavy jobs sharing the lock can run between trials.
@@ -313,13 +313,14 @@ def reference_run(scenario: Scenario, base: Path, sweep_file: Path) -> Reference
     return Reference(seconds, store(runs))
 
 
-def run_trial(trial: Trial, base: Path, sweep_file: Path, reference: Reference, rng: random.Random) -> None:
+def run_trial(trial: Trial, base: Path, sweep_file: Path, reference: Reference, rng: random.Random,
+              earliest: float = 0.1) -> None:
     runs = base / f"trial-{trial.index:02d}"
     log = base / f"trial-{trial.index:02d}.log"
     cmd = command(trial.scenario, runs, sweep_file)
     for attempt in range(rng.choice((1, 1, 2))):
         tag = f"{os.getpid()}-{trial.index}-kill-{attempt}"
-        delay = rng.uniform(0.1, 1.1) * reference.seconds
+        delay = rng.uniform(earliest, 1.1) * reference.seconds
         proc = start(cmd, environment(base, tag), log)
         try:
             proc.wait(timeout=delay)
@@ -353,6 +354,9 @@ def main(argv: list[str] | None = None) -> int:
                         choices=[s.name for s in SCENARIOS])
     parser.add_argument("--keep", default=None, help="work folder to keep (default: a temporary one, removed)")
     parser.add_argument("--lock", default=None, help="flock this file around each command and trial")
+    parser.add_argument("--earliest", type=float, default=0.1,
+                        help="kills land between this fraction and 1.1 of the uninterrupted command's duration "
+                             "(e.g. 0.75: after a sweep's Ray start-up, once its trials train)")
     args = parser.parse_args(argv)
     reexec_in_namespace()
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="kill-resume-"))
@@ -372,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     for index in range(args.trials):
         trial = Trial(index, scenarios[index % len(scenarios)])
         with locked(args.lock):
-            run_trial(trial, base, sweep_file, references[trial.scenario.name], rng)
+            run_trial(trial, base, sweep_file, references[trial.scenario.name], rng, args.earliest)
         trials.append(trial)
         verdict = "ok" if not trial.problems else "FAILED: " + " | ".join(trial.problems)
         print(f"trial {index:02d} {trial.scenario.name}: killed {len(trial.kills)}x "

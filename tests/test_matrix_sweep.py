@@ -33,3 +33,4 @@ def test_matrix_smoke_sweep_trains_every_runnable_cell_and_the_report_shows_each
     index = (out / "index.html").read_text()
     assert NO_RUN not in index  # every runnable cell has its run; the others give the registry's reason
     assert "tpr_rnn trains supervised; boxworld is rl" in index
+    assert "Models ranked per task" in index

@@ -397,3 +397,17 @@ def test_paper_schema_errors(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump({"facts": [{"id": "f", "label": "f", "ours": {"runs": {"task": "t"}}}]}))
     with pytest.raises(ValueError, match="needs task and model"):
         load_paper(path)
+
+
+def test_rankings_order_each_tasks_models_by_their_matrix_cell():
+    from reports.tables import rankings
+
+    def cell(model: str, mean: float | None) -> dict:
+        best = None if mean is None else {"mean": mean, "text": f"{mean:.1f}", "sd": None, "seeds": 1, "unit": "%"}
+        return {"model": model, "empty": False, "best": best}
+
+    table = {"rows": [{"task": "babi", "cells": [cell("lstm", 52.1), cell("tpr_rnn", 99.9), cell("mha", None),
+                                                  {"model": "mlp_agent", "empty": True}]},
+                      {"task": "cartpole", "cells": [{"model": "lstm", "empty": True}]}]}
+    (babi,) = rankings(table)  # a task without completed runs is left out
+    assert [(e["rank"], e["model"]) for e in babi["entries"]] == [(1, "tpr_rnn"), (2, "lstm")]
