@@ -86,19 +86,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from harness.runners.tune import check_sweep, load_sweep, run_sweep, sweep_cells, sweep_table
+    from harness.runners.tune import check_sweep, load_sweep, run_sweep, sweep_cells, sweep_table, trial_cells
     from harness.runs import default_runs_dir
 
     sweep = load_sweep(Path(args.file))
     if args.profile:
         sweep.profile = args.profile
+    if args.cells:
+        if not sweep.tasks:
+            raise UserError(f"--cells chooses cells of a matrix sweep (tasks: ...); {args.file} has one task")
+        sweep.cells = [p.strip() for p in args.cells.split(",") if p.strip()]
     if args.dry_run:
         check_sweep(sweep)
         grid = 1
         for spec in sweep.space.values():
             grid *= len(spec["values"]) if spec["type"] == "grid" else 1
         cells = sweep_cells(sweep)
-        trials = len(cells) * len(sweep.seeds) * grid * sweep.num_samples
+        entries = len(trial_cells(sweep)) if sweep.tasks else len(cells)
+        trials = entries * len(sweep.seeds) * grid * sweep.num_samples
         what = (f"{sweep.task} x {', '.join(m for _, m in cells)}" if not sweep.tasks else
                 f"{len(cells)} cells of {len({t for t, _ in cells})} tasks x {len({m for _, m in cells})} models")
         print(f"sweep {sweep.name}: {what}, profile {sweep.profile}, {trials} trials; the config composes for "
@@ -215,6 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
     p.add_argument("--dry-run", action="store_true", help="check the sweep and count its trials; start nothing")
     p.add_argument("--profile", default=None, help="run the sweep at this profile instead of the file's (e.g. paper)")
+    p.add_argument("--cells", default=None, metavar="PATTERNS",
+                   help="a matrix sweep's cells to run, as task/model patterns: 'babi/*,relations_game/lstm'")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("report", help="build the HTML report (reports/out/): your runs beside the reference runs")
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")

@@ -38,6 +38,8 @@ from harness.errors import UserError, did_you_mean
 # state vector (CartPole, the control of the RL ladder).
 INTERFACES = ("image", "story", "sequence", "stream", "env", "state_env")
 KINDS = ("supervised", "rl")
+INTERFACE_KIND = {"image": "supervised", "story": "supervised", "sequence": "supervised",
+                  "stream": "supervised", "env": "rl", "state_env": "rl"}  # the kind of task each one serves
 
 
 @dataclass(frozen=True)
@@ -93,10 +95,11 @@ def load_adapters(path: Path) -> dict[str, dict[str, Adapter]]:
 
 
 def with_adapters(spec: ModelSpec, adapters: dict[str, dict[str, Adapter]]) -> ModelSpec:
-    """The model with its shape's adapters added where it has no reader of its own (and meets their needs)."""
+    """The model with its shape's adapters added where it has no reader of its own, trains that kind of task,
+    and meets the adapter's needs (a supervised-only model is offered no environment adapter)."""
     own = {i: e for i, e in spec.interfaces.items() if i not in spec.adapted}
     adapted = {i: a for i, a in adapters.get(spec.shape, {}).items()
-               if i not in own and not (a.needs == "core" and not spec.core)}
+               if i not in own and INTERFACE_KIND[i] in spec.kinds and not (a.needs == "core" and not spec.core)}
     routes = {i: f"{i} -> {spec.name} (its own reader)" for i in own}
     routes.update({i: a.route.format(model=spec.name) for i, a in adapted.items()})
     return replace(spec, interfaces={**own, **{i: a.entry for i, a in adapted.items()}}, adapted=adapted,

@@ -117,7 +117,8 @@ def test_incompatible_pair_exits_2_naming_the_models_that_fit(env, capsys):
         REGISTRY._extra_tasks.pop("toy_stream")
     err = capsys.readouterr().err
     assert code == 2
-    assert "tpr_rnn cannot run on toy_stream: tpr_rnn reads story; toy_stream gives stream" in err
+    assert ("tpr_rnn cannot run on toy_stream: tpr_rnn reads image/sequence/story; toy_stream gives stream "
+            "(no recurrent adapter reads stream)") in err
     assert "models that fit toy_stream: none yet" in err
 
 

@@ -27,7 +27,7 @@ def test_compatibility_is_computed_from_declarations():
     assert registry.compatibility(registry.task("babi"), tpr).ok
     assert registry.compatibility(IMAGE_TASK, tpr).ok  # through the recurrent adapter and its core
     cell = registry.compatibility(STREAM_TASK, tpr)
-    assert not cell.ok and "reads env/image/sequence/state_env/story" in cell.reason and "gives stream" in cell.reason
+    assert not cell.ok and "reads image/sequence/story;" in cell.reason and "gives stream" in cell.reason
     assert cell.reason.endswith("(no recurrent adapter reads stream)")
     cell = registry.compatibility(RL_TASK, tpr)
     assert not cell.ok and "rl" in cell.reason
@@ -46,7 +46,7 @@ def test_incompatible_pair_names_the_reason_and_the_models_that_fit():
     registry.add_model(ModelSpec(name="toy_stream_reader", title="", shape="recurrent", interfaces={"stream": "x:Y"}))
     with pytest.raises(UserError) as info:
         registry.check_pair("toy_stream", "tpr_rnn")
-    assert "tpr_rnn reads env/image/sequence/state_env/story; toy_stream gives stream" in str(info.value)
+    assert "tpr_rnn reads image/sequence/story; toy_stream gives stream" in str(info.value)
     assert "models that fit toy_stream: toy_stream_reader" in str(info.value)
 
 
@@ -69,4 +69,4 @@ def test_list_prints_reasons_for_empty_cells(capsys):
     finally:
         REGISTRY._extra_tasks.pop("toy_stream")
     out = capsys.readouterr().out
-    assert "toy_stream" in out and "tpr_rnn reads env/image/sequence/state_env/story; toy_stream gives stream" in out
+    assert "toy_stream" in out and "tpr_rnn reads image/sequence/story; toy_stream gives stream" in out

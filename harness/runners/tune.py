@@ -19,6 +19,16 @@ A **matrix sweep** names ``tasks`` (a list, or ``all``) instead of ``task``, and
 grid is every (task, model) cell the registry says can run (``harness list``), each a trial per seed;
 ``sweeps/matrix_smoke.yaml`` runs the whole matrix at the smoke profile. Overrides and space keys must then
 be keys every cell has (``seed``-like settings), and an RL cell's trial reserves CPUs for its env runners.
+A matrix sweep may also set, per task, fixed overrides and a grid of its own, and cap every cell's training
+time (``sweeps/matrix_cpu.yaml``)::
+
+    task_overrides:                  # fixed for every cell of that task
+      relations_game: [task.tasks=[between], train.threads=1]
+    task_grid:                       # each cell of that task runs once per value
+      babi: {task.babi_id: [1, 2]}
+    cell_time_cap_s: 600             # train.max_time_s / rl.max_time_s: the smaller of this and the profile's
+
+``harness sweep FILE --cells 'babi/*,relations_game/lstm'`` runs only the cells that match.
 
 Space types: ``grid`` / ``choice`` (``values``), ``uniform`` / ``loguniform`` (``low``, ``high``),
 ``randint`` (``low`` inclusive, ``high`` exclusive). Every mistake in the file or in its space (a missing
@@ -50,6 +60,8 @@ Two modes:
 
 from __future__ import annotations
 
+import fnmatch
+import itertools
 import math
 import os
 import re
@@ -61,6 +73,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from omegaconf import OmegaConf
 
 from harness.errors import UserError
 
@@ -89,6 +102,10 @@ class Sweep:
     num_samples: int = 1
     cpus_per_trial: float = 1
     max_concurrent: int | None = None
+    task_overrides: dict[str, list[str]] = field(default_factory=dict)  # matrix sweeps: fixed per task
+    task_grid: dict[str, dict[str, list[Any]]] = field(default_factory=dict)  # matrix sweeps: a grid per task
+    cell_time_cap_s: float | None = None  # caps train.max_time_s / rl.max_time_s of every cell
+    cells: list[str] | None = None  # only the cells matching these task/model patterns (``--cells``)
 
 
 def load_sweep(path: Path) -> Sweep:
@@ -118,7 +135,9 @@ def load_sweep(path: Path) -> Sweep:
         raise UserError(f"{path}: {'missing' if 'task' not in data else 'both'} 'task' (one task) "
                         f"{'or' if 'task' not in data else 'and'} 'tasks' (a matrix sweep)")
     data.pop("description", None)
-    for key, empty in (("space", {}), ("overrides", [])):
+    if "cells" in data:
+        raise UserError(f"{path}: unknown key(s) cells; choose cells on the command line (--cells)")
+    for key, empty in (("space", {}), ("overrides", []), ("task_overrides", {}), ("task_grid", {})):
         data[key] = empty if data.get(key) is None else data[key]  # `space:` left empty in the file
     problem = _sweep_problem(data)
     for key, spec in (data["space"] if isinstance(data["space"], dict) else {}).items():
@@ -176,6 +195,23 @@ def _sweep_rest_problem(data: dict[str, Any]) -> str | None:
         return f"'cpus_per_trial' must be a number > 0, not {cpus!r}"
     if concurrent is not None and (not _is_int(concurrent) or concurrent < 1):
         return f"'max_concurrent' must be null or an integer >= 1, not {concurrent!r}"
+    return _per_task_problem(data)
+
+
+def _per_task_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with a matrix sweep's per-task settings (task_overrides, task_grid, cell_time_cap_s)."""
+    per_task, grid, cap = data.get("task_overrides") or {}, data.get("task_grid") or {}, data.get("cell_time_cap_s")
+    if (per_task or grid) and "tasks" not in data:
+        return "'task_overrides' and 'task_grid' are for matrix sweeps (tasks: ...); use overrides and space"
+    if not isinstance(per_task, dict) or not all(
+            isinstance(o, list) and all(isinstance(x, str) and "=" in x for x in o) for o in per_task.values()):
+        return f"'task_overrides' must map task names to lists of key=value strings, not {per_task!r}"
+    if not isinstance(grid, dict) or not all(
+            isinstance(keys, dict) and keys and all(isinstance(k, str) and isinstance(v, list) and v
+                                                    for k, v in keys.items()) for keys in grid.values()):
+        return f"'task_grid' must map task names to {{config key: [values]}}, not {grid!r}"
+    if cap is not None and (not _is_number(cap) or cap <= 0):
+        return f"'cell_time_cap_s' must be null or a number of seconds > 0, not {cap!r}"
     return None
 
 
@@ -233,11 +269,51 @@ def sweep_cells(sweep: Sweep) -> list[tuple[str, str]]:
         return [(sweep.task, str(model)) for model in sweep.models]
     tasks = list(REGISTRY.tasks) if sweep.tasks == "all" else [REGISTRY.task(t).name for t in sweep.tasks]
     models = list(REGISTRY.models) if sweep.models == "all" else [REGISTRY.model(m).name for m in sweep.models]
+    for task in [*sweep.task_overrides, *sweep.task_grid]:
+        if task not in tasks:
+            raise UserError(f"sweep {sweep.name}: task_overrides/task_grid name '{task}', which is not one of its "
+                            f"tasks ({', '.join(tasks)})")
     cells = [(t, m) for t in tasks for m in models
              if REGISTRY.compatibility(REGISTRY.task(t), REGISTRY.model(m)).ok]
+    if sweep.cells:
+        cells = [(t, m) for t, m in cells if any(fnmatch.fnmatchcase(f"{t}/{m}", p) for p in sweep.cells)]
     if not cells:
-        raise UserError(f"sweep {sweep.name}: none of its tasks and models can run together (see `harness list`)")
+        chosen = f" match {', '.join(sweep.cells)}" if sweep.cells else " can run together (see `harness list`)"
+        raise UserError(f"sweep {sweep.name}: none of its tasks and models{chosen}")
     return cells
+
+
+def trial_cells(sweep: Sweep) -> list[str]:
+    """A matrix sweep's grid: one entry per cell and per point of its task's ``task_grid``, written
+    ``task/model`` or ``task/model; key=value; ...``."""
+    entries = []
+    for task, model in sweep_cells(sweep):
+        grid = sweep.task_grid.get(task, {})
+        for values in itertools.product(*grid.values()):
+            variant = [f"{key}={_flow(value)}" for key, value in zip(grid, values, strict=True)]
+            entries.append("; ".join([f"{task}/{model}", *variant]))
+    return entries
+
+
+def cell_overrides(sweep: Sweep, entry: str) -> list[str]:
+    """The fixed overrides of one grid entry (:func:`trial_cells`): the sweep's, its task's, its grid point's
+    and the time cap."""
+    (task, model), variant = _split_entry(entry), entry.split("; ")[1:]
+    overrides = [*sweep.overrides, *sweep.task_overrides.get(task, []), *variant]
+    if sweep.cell_time_cap_s is None:
+        return overrides
+    from harness.config import compose
+
+    composed = compose(task, model, sweep.profile, overrides)
+    key = "rl.max_time_s" if composed.task.kind == "rl" else "train.max_time_s"
+    current = OmegaConf.select(composed.cfg, key)
+    cap = float(sweep.cell_time_cap_s) if current is None else min(float(current), float(sweep.cell_time_cap_s))
+    return [*overrides, f"{key}={cap:g}"]
+
+
+def _split_entry(entry: str) -> tuple[str, str]:
+    task, _, model = entry.split("; ")[0].partition("/")
+    return task, model
 
 
 def check_sweep(sweep: Sweep) -> None:
@@ -245,15 +321,17 @@ def check_sweep(sweep: Sweep) -> None:
     key that is not a config key or a value of the wrong type fails before Ray starts."""
     from harness.config import compose
 
-    for task, model in sweep_cells(sweep):
+    for entry in trial_cells(sweep) if sweep.tasks else [f"{sweep.task}/{m}" for m in sweep.models]:
+        task, model = _split_entry(entry)
         try:
-            compose(task, model, sweep.profile, list(sweep.overrides))
+            fixed = cell_overrides(sweep, entry)
+            compose(task, model, sweep.profile, fixed)
         except UserError as exc:
             raise UserError(f"sweep {sweep.name}: {exc}") from None
         for key, spec in sweep.space.items():
             for value in _candidates(spec):
                 try:
-                    compose(task, model, sweep.profile, [*sweep.overrides, f"{key}={_flow(value)}"])
+                    compose(task, model, sweep.profile, [*fixed, f"{key}={_flow(value)}"])
                 except UserError as exc:
                     raise UserError(f"sweep {sweep.name}, space '{key}' with {model}: {exc}") from None
 
@@ -275,7 +353,7 @@ def _tune_space(sweep: Sweep) -> dict[str, Any]:
     }
     space = {key: samplers[spec["type"]](spec) for key, spec in sweep.space.items()}
     if sweep.tasks:
-        cells = tune.grid_search([f"{task}/{model}" for task, model in sweep_cells(sweep)])
+        cells = tune.grid_search(trial_cells(sweep))
         return {"cell": cells, "seed": tune.grid_search(list(sweep.seeds)), "space": space}
     return {"model": tune.grid_search(list(sweep.models)), "seed": tune.grid_search(list(sweep.seeds)),
             "space": space}
@@ -284,15 +362,16 @@ def _tune_space(sweep: Sweep) -> dict[str, Any]:
 def trial_cell(sweep: Sweep, trial: dict[str, Any]) -> tuple[str, str]:
     """The (task, model) of one trial."""
     if "cell" in trial:
-        task, _, model = str(trial["cell"]).partition("/")
-        return task, model
+        return _split_entry(str(trial["cell"]))
     return sweep.task, str(trial["model"])
 
 
 def trial_overrides(sweep: Sweep, trial: dict[str, Any]) -> list[str]:
-    """The overrides of one trial: the sweep's fixed ones, the sampled values, the seed and the W&B group."""
+    """The overrides of one trial: the fixed ones (:func:`cell_overrides`), the sampled values, the seed and the
+    W&B group."""
+    entry = str(trial.get("cell") or f"{sweep.task}/{trial['model']}")
     sampled = [f"{key}={_flow(value)}" for key, value in sorted(trial["space"].items())]
-    return [*sweep.overrides, *sampled, f"seed={trial['seed']}", f"tracking.group={sweep.name}",
+    return [*cell_overrides(sweep, entry), *sampled, f"seed={trial['seed']}", f"tracking.group={sweep.name}",
             f"tracking.tags=[sweep-{sweep.name}]"]
 
 
@@ -308,7 +387,7 @@ def trial_bundles(sweep: Sweep, task: str, model: str) -> list[dict[str, float]]
     learner) plus, for RL, one CPU per EnvRunner, in the order RLlib fills it."""
     from harness.config import compose
 
-    composed = compose(task, model, sweep.profile, list(sweep.overrides))
+    composed = compose(task, model, sweep.profile, cell_overrides(sweep, f"{task}/{model}"))
     runners = int(composed.cfg.rl.num_env_runners) if composed.task.kind == "rl" else 0
     return [{"CPU": float(sweep.cpus_per_trial)}] + [{"CPU": 1.0}] * runners
 
