@@ -1,4 +1,4 @@
-"""The command line: ``harness list | bench | validate | sweep | report | runs | data``.
+"""The command line: ``harness list | bench | validate | sweep | report | runs | publish | retest | predict | data``.
 
 Only the registry (YAML) is imported at start-up; torch, Lightning and wandb are imported when a run
 actually starts, so ``harness list`` and every error path answer in well under two seconds.
@@ -139,6 +139,13 @@ def cmd_retest(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_predict(args: argparse.Namespace) -> int:
+    from harness.runners.predictions import predict_run
+
+    predict_run(args.run, Path(args.runs_dir) if args.runs_dir else None)
+    return 0
+
+
 def cmd_data(args: argparse.Namespace) -> int:
     if args.task != "babi":
         raise UserError(f"'harness data' can write generated data for: babi (not '{args.task}')")
@@ -245,6 +252,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("overrides", nargs="+", help="task settings naming the new test data, e.g. task.test_on=[files]")
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
     p.set_defaults(func=cmd_retest)
+    p = sub.add_parser("predict", help="write a completed run's per-example test predictions (from its checkpoint)")
+    p.add_argument("run", help="a run id (from `harness runs`) or a run directory")
+    p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    p.set_defaults(func=cmd_predict)
     p = sub.add_parser("data", help="write a task's generated data in its official file format")
     p.add_argument("task")
     p.add_argument("--out", required=True)

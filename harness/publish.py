@@ -1,14 +1,16 @@
-"""``harness publish RUN...``: copy completed runs from the run store into the tracked reference store.
+"""``harness publish RUN...``: copy finished runs from the run store into the tracked reference store.
 
 The reference store (``results/`` at the repository root) has the run store's layout,
 ``results/<task>/<model>/<run_id>/``, and holds the runs behind every number the README and the report's
 paper pages show. A published run keeps what a reader needs to trace and redraw its numbers (results.json,
-config.yaml, metrics.csv, analysis outputs, and the same for each curriculum stage) and leaves out what only
-resuming needs (checkpoints, the W&B mirror, files set aside as damaged). The store has a size budget
+config.yaml, metrics.csv, analysis outputs, per-example predictions, and the same for each curriculum stage)
+and leaves out what only resuming needs (checkpoints, the W&B mirror, files set aside as damaged). The store
+has a size budget
 (:data:`BUDGET_BYTES`): a publication that would pass it is refused whole.
 
-A run is named by its directory or by its run id (looked up in the run store). Only completed runs are
-published; publishing a run again replaces its earlier copy.
+A run is named by its directory or by its run id (looked up in the run store). Only finished runs are
+published: completed ones, and diverged ones (a model that does not train stably on a task is a result the
+matrix reports); publishing a run again replaces its earlier copy.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from harness.runs import Run, default_runs_dir
 RESULTS_DIR = PROJECT_ROOT / "results"
 BUDGET_BYTES = 30 * 1024**2
 KEPT_FILES = ("results.json", "config.yaml", "metrics.csv")
-KEPT_FOLDERS = ("analysis",)
+KEPT_FOLDERS = ("analysis", "predictions")
+PUBLISHABLE = ("completed", "diverged")
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ def publish(names: list[str], runs_dir: Path | None = None, results_dir: Path = 
     staging = Path(tempfile.mkdtemp(prefix=".publish-", dir=results_dir.parent))
     try:
         for run in runs:
-            results = run.completed_results("published")
+            results = run.completed_results("published", PUBLISHABLE)
             target = staging / str(results["task"]) / str(results["model"]) / str(results["run_id"])
             _copy_kept(run.path, target)
             stages = run.path / "stages"

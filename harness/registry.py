@@ -53,6 +53,7 @@ class TaskSpec:
     entry: str  # "module:Class", imported lazily
     paper: str = ""
     data_check: str = ""  # "module:function" called with the task config before a run starts; it only raises
+    describe: str = ""  # "module:function" rendering test examples as text (harness/runners/predictions.py)
     source: Path | None = None  # the YAML file it came from
     config: dict[str, Any] = field(default_factory=dict)
     profiles: dict[str, Any] = field(default_factory=dict)
@@ -183,6 +184,7 @@ def task_spec_from_yaml(path: Path) -> TaskSpec:
         entry=_require(spec, "entry", path),
         paper=spec.get("paper", ""),
         data_check=spec.get("data_check", ""),
+        describe=spec.get("describe", ""),
         source=path,
         config=data.get("config") or {},
         profiles=data.get("profiles") or {},

@@ -105,16 +105,18 @@ class Run:
     def read_results(self) -> dict[str, Any]:
         return json.loads(self.results_path.read_text())
 
-    def completed_results(self, doing: str) -> dict[str, Any]:
-        """The results of a completed run, for ``doing`` (e.g. "published"); otherwise a one-line error."""
+    def completed_results(self, doing: str, finished: tuple[str, ...] = ("completed",)) -> dict[str, Any]:
+        """The results of a run whose status is one of ``finished`` (by default: completed), for ``doing``
+        (e.g. "published"); otherwise a one-line error."""
         from harness.errors import UserError
 
         problem = self.damage()
         if problem:
             raise UserError(f"{self.path}: {problem}; cannot be {doing}")
         results = self.read_results()
-        if results.get("status") != "completed":
-            raise UserError(f"{self.path}: status {results.get('status')!r}; only a completed run can be {doing}")
+        if results.get("status") not in finished:
+            raise UserError(f"{self.path}: status {results.get('status')!r}; only a {' or '.join(finished)} run "
+                            f"can be {doing}")
         return results
 
     def damage(self) -> str | None:

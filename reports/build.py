@@ -147,6 +147,7 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
                 title=f"{run.run_id} ({run.status})", run=run,
                 variant=variant_label(run) if run.results else "–", info=_run_info(run), rl=tables.rl_summary(run),
                 metrics=tables.metric_rows(run.metrics), stages=tables.stage_rows(run),
+                predictions=tables.predictions_view(run),
                 figures=_markup_figures(figures.run_figures(run)),
                 analysis=json.dumps(analysis, indent=1, sort_keys=True, default=str) if analysis else None,
                 versions=[{"package": k, "version": str(v)} for k, v in sorted(versions.items())])

@@ -195,8 +195,84 @@ def rl_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     return ["### BoxWorld and bridge BoxWorld (Clift et al. 2020, §5)", "", *_table(header, rows)]
 
 
+MATRIX_SWEEP = "matrix_cpu"  # sweeps/matrix_cpu.yaml: its runs fill the matrix section, not the papers' tables
+
+
+def in_matrix(run: RunRecord) -> bool:
+    return cfg_get(run.config, "tracking.group") == MATRIX_SWEEP
+
+
+def _setting(run: RunRecord) -> str:
+    """What a matrix cell ran on, beyond its task's name."""
+    if run.task == "babi":
+        return f"task {cfg_get(run.config, 'task.babi_id')}, {cfg_get(run.config, 'task.data_set')} " \
+               f"({cfg_get(run.config, 'task.source')})"
+    if run.task == "relations_game":
+        return "+".join(map(str, cfg_get(run.config, "task.tasks") or []))
+    env = cfg_get(run.config, "task.env") or {}
+    return ", ".join(f"{k} {v}" for k, v in env.items() if k in ("n", "solution_length", "num_distractors")) or "–"
+
+
+def _held_out(run: RunRecord) -> str:
+    """The cell's held-out numbers: test accuracy (Relations Game: the held-out object sets), or the RL
+    evaluation's return and win rate; for a run that did not complete, its status and reason."""
+    if run.status != "completed":
+        return f"{run.status}: {run.results.get('error') or 'no reason recorded'}"
+    if run.task == "relations_game":
+        return ", ".join(f"{name} {_mean_sd(_values([run], f'test_{name}/acc'))}"
+                         for name in ("hexominoes", "stripes") if run.metric(f"test_{name}/acc") is not None)
+    if run.is_rl:
+        shown = [f"return {_mean_sd(_values([run], 'eval/episode_return'), 1.0)}"]
+        if run.metric("eval/win_rate") is not None:
+            shown.append(f"win rate {_mean_sd(_values([run], 'eval/win_rate'))}")
+        return ", ".join(shown)
+    return _mean_sd(_values([run], "test/acc"))
+
+
+def _training(run: RunRecord) -> str:
+    """How far the cell trained and what ended it."""
+    if run.is_rl:
+        return f"{_count([run], 'env_steps')} env steps ({run.results.get('stop_reason') or '–'}){_peak(run)}"
+    best = run.results.get("best") if isinstance(run.results.get("best"), dict) else {}
+    epochs = run.results.get("epochs", "–")
+    limit = cfg_get(run.config, "train.max_epochs")
+    shown = f"{epochs} of {limit} epochs"
+    return shown + (f", best at epoch {int(best['epoch']) + 1}" if isinstance(best.get("epoch"), int) else "")
+
+
+def _peak(run: RunRecord, metric: str = "train/episode_return") -> str:
+    """An RL run's best training return on the way (its curve's maximum and the env step it was reached at),
+    so that a policy that learned and later collapsed is told from one that never learned."""
+    curves = run.curves
+    if curves is None or metric not in curves.columns or "step" not in curves.columns:
+        return ""
+    values = curves[["step", metric]].dropna()
+    if values.empty:
+        return ""
+    best = values.loc[values[metric].idxmax()]
+    return f"; training return peaked at {best[metric]:.1f} at {int(best['step']):,} env steps"
+
+
+def matrix_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
+    chosen = sorted((run for run in runs if in_matrix(run)),
+                    key=lambda run: (run.task, _setting(run), run.model, natural_key(run.run_id)))
+    rows = [[run.task, _setting(run), run.model, _held_out(run), _training(run), _minutes([run]), _ids([run])]
+            for run in chosen]
+    header = ["task", "setting", "model", "held-out: test acc % / RL evaluation", "training", "wall time", "run"]
+    return ["### The matrix at the cpu profile (sweeps/matrix_cpu.yaml: one seed, 10 minutes per cell)", "",
+            "Cells of the task x model matrix that the adapters opened, on a 2-core machine. A cell that "
+            "stops learning ends after 10 epochs without a better validation accuracy; the others end at the "
+            "10-minute cap or their profile's budget.", "", *_table(header, rows)]
+
+
+def _papers_only(section: Callable[[list[RunRecord], list[PaperSpec]], list[str]]
+                 ) -> Callable[[list[RunRecord], list[PaperSpec]], list[str]]:
+    """A paper's section over the runs that are not the matrix sweep's (those have their own table)."""
+    return lambda runs, papers: section([run for run in runs if not in_matrix(run)], papers)
+
+
 SECTIONS: tuple[Callable[[list[RunRecord], list[PaperSpec]], list[str]], ...] = (
-    babi_section, relations_section, rl_section)
+    _papers_only(babi_section), _papers_only(relations_section), _papers_only(rl_section), matrix_section)
 
 
 def render(results_dir: Path = RESULTS_DIR, papers_dir: Path = PAPERS_DIR) -> str:

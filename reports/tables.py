@@ -495,3 +495,52 @@ def rl_summary(run: RunRecord) -> dict[str, Any] | None:
         "algorithm": cfg_get(run.config, "rl.algorithm") or "–",
         "rows": rows, "puzzle_types": types, "puzzle_format": PUZZLE_TYPES.get(run.task, ""),
     }
+
+
+PREDICTIONS_SHOWN = 12
+
+
+def predictions_view(run: RunRecord) -> dict[str, Any] | None:
+    """A run's stored per-example predictions (harness/runners/predictions.py): per test split the examples,
+    the wrong ones and the accuracy recomputed from the file beside the reported one; and a sample of wrong
+    answers (as text when the task renders examples, else as class ids). None when the run has none."""
+    folder = run.path / "predictions"
+    summary = read_json_object(folder / "summary.json")
+    if summary is None:
+        return None
+    splits = []
+    for split, numbers in summary.items():
+        numbers = numbers if isinstance(numbers, dict) else {}
+        acc, reported = _as_number(numbers.get("acc")), _as_number(numbers.get("reported_acc"))
+        splits.append({"split": split, "examples": _count(numbers.get("examples")),
+                       "wrong": _count(numbers.get("wrong")),
+                       "acc": _percent(acc), "reported": _percent(reported),
+                       "agrees": "–" if acc is None or reported is None else
+                       "yes" if abs(acc - reported) < 1e-6 else f"no ({100 * (acc - reported):+.2f} points)"})
+    try:
+        wrong = json.loads((folder / "wrong.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        wrong = None
+    text = isinstance(wrong, list)
+    if not text:
+        wrong = _wrong_rows(folder)
+    return {"splits": splits, "wrong": (wrong or [])[:PREDICTIONS_SHOWN * 4], "text": text,
+            "file": f"{run.rel_path}/predictions/predictions.csv.gz"}
+
+
+def _wrong_rows(folder: Path) -> list[dict[str, Any]]:
+    """The first wrong rows of each split of the predictions table ([] when it cannot be read)."""
+    import csv
+    import gzip
+
+    shown: Counter[str] = Counter()
+    rows = []
+    try:
+        with gzip.open(folder / "predictions.csv.gz", "rt", encoding="utf-8") as handle:
+            for row in csv.DictReader(handle):
+                if row.get("correct") == "0" and shown[row["split"]] < PREDICTIONS_SHOWN:
+                    shown[row["split"]] += 1
+                    rows.append(row)
+    except (OSError, EOFError, ValueError, KeyError):
+        return []
+    return rows

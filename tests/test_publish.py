@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main
 from harness.errors import UserError
-from harness.publish import BUDGET_BYTES, RESULTS_DIR, publish, store_size
+from harness.publish import BUDGET_BYTES, PUBLISHABLE, RESULTS_DIR, publish, store_size
 
 SMOKE = ["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke"]
 
@@ -27,7 +28,9 @@ def test_publish_copies_a_completed_run_without_checkpoints(env, tmp_path, capsy
     assert (run / "checkpoints" / "last.ckpt").exists()
     assert main(["publish", run.name, "--runs-dir", str(runs), "--to", str(store)]) == 0
     copy = store / "babi" / "lstm" / run.name
-    assert sorted(p.name for p in copy.iterdir()) == ["config.yaml", "metrics.csv", "results.json"]
+    assert sorted(p.name for p in copy.iterdir()) == ["config.yaml", "metrics.csv", "predictions", "results.json"]
+    kept = sorted(p.name for p in (copy / "predictions").iterdir())
+    assert kept == ["predictions.csv.gz", "summary.json", "wrong.json"]
     assert json.loads((copy / "results.json").read_text()) == json.loads((run / "results.json").read_text())
     assert "published" in capsys.readouterr().out
     again = publish([str(run)], runs, store)  # by directory; replaces the earlier copy
@@ -44,22 +47,27 @@ def test_publish_refuses_unfinished_unknown_and_oversized(env, tmp_path):
     assert not store.exists() or store_size(store) == 0  # nothing half-published
     results = json.loads((run / "results.json").read_text())
     (run / "results.json").write_text(json.dumps({**results, "status": "interrupted"}))
-    with pytest.raises(UserError, match="only a completed run can be published"):
+    with pytest.raises(UserError, match="only a completed or diverged run can be published"):
         publish([run.name], runs, store)
+    (run / "results.json").write_text(json.dumps({**results, "status": "diverged", "error": "nan at step 3"}))
+    assert [p.run_id for p in publish([run.name], runs, store)] == [run.name]  # a diverged run is a result
+    shutil.rmtree(store)
     (run / "results.json").write_text('{"status": "compl')
     with pytest.raises(UserError, match="not readable JSON"):
         publish([run.name], runs, store)
 
 
 def test_shipped_reference_store_is_small_complete_and_portable():
-    """What results/ holds: completed runs with their config, curves and provenance; no checkpoints, no W&B
-    files, no absolute paths of the machine they ran on; within the size budget."""
+    """What results/ holds: finished runs (completed, or diverged with the reason) with their config, curves and
+    provenance; no checkpoints, no W&B files, no absolute paths of the machine they ran on; within the size
+    budget."""
     assert store_size(RESULTS_DIR) <= BUDGET_BYTES
     runs = sorted(RESULTS_DIR.glob("*/*/*/results.json"))
     for path in runs:
         results = json.loads(path.read_text())
         run = path.parent
-        assert results["status"] == "completed", run
+        assert results["status"] in PUBLISHABLE, run
+        assert results["status"] == "completed" or results["error"], run
         stages = list(run.glob("stages/*/results.json"))  # a curriculum keeps one curve per stage
         curves = [stage.parent / "metrics.csv" for stage in stages] or [run / "metrics.csv"]
         assert results["run_id"] == run.name and (run / "config.yaml").exists(), run

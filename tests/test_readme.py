@@ -59,3 +59,23 @@ def test_check_fails_when_the_readme_was_edited_by_hand(tmp_path, capsys):
     assert main(["--check", *args]) == 1 and "differ from results/" in capsys.readouterr().err
     with pytest.raises(ValueError, match="markers"):
         splice("no markers here", "x")
+
+
+def test_the_matrix_sweeps_runs_have_their_own_table(tmp_path):
+    """Runs of sweeps/matrix_cpu.yaml (tracking.group) fill the matrix table, a diverged cell with its reason,
+    and stay out of the papers' tables."""
+    import yaml
+
+    store = tmp_path / "results"
+    babi = write_run(store, "babi", "predinet", 0, task_cfg={"babi_id": 2, "source": "files", "data_set": "en-10k"},
+                     metrics={"test/acc": 0.545, "test/error": 0.455})
+    diverged = write_run(store, "relations_game", "tpr_rnn", 0, task_cfg={"tasks": ["between"]}, status="diverged",
+                         error="non-finite training loss (nan) at step 1035")
+    for path in (babi, diverged):
+        config = yaml.safe_load((path / "config.yaml").read_text())
+        (path / "config.yaml").write_text(yaml.safe_dump({**config, "tracking": {"group": "matrix_cpu"}}))
+    section = render(store)
+    matrix = section.split("### The matrix", 1)[1]
+    assert "_No reference run yet._" in section.split("### The matrix", 1)[0]  # not in the bAbI table
+    assert "| babi | task 2, en-10k (files) | predinet | 54.5 | 2 of 4 epochs, best at epoch 2 |" in matrix
+    assert "diverged: non-finite training loss (nan) at step 1035" in matrix and "`babi-predinet-cpu-s0-a`" in matrix

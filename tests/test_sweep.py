@@ -12,7 +12,16 @@ import pytest
 
 from harness import cli
 from harness.errors import UserError
-from harness.runners.tune import load_sweep, run_sweep, sweep_cells, sweep_table, trial_bundles, trial_overrides
+from harness.runners.tune import (
+    cell_overrides,
+    load_sweep,
+    run_sweep,
+    sweep_cells,
+    sweep_table,
+    trial_bundles,
+    trial_cells,
+    trial_overrides,
+)
 from tests.conftest import ROOT, requires_loopback_only, run_cli_loopback
 
 
@@ -176,8 +185,39 @@ def test_rl_trials_reserve_a_cpu_for_each_env_runner():
     rl_sweep = load_sweep(ROOT / "sweeps" / "simplicial_bridge_boxworld.yaml")
     assert trial_bundles(rl_sweep, "bridge_boxworld", "simplicial") == [{"CPU": 1.0}, {"CPU": 1.0}]
     assert trial_bundles(load_sweep(ROOT / "sweeps" / "babi_smoke.yaml"), "babi", "lstm") == [{"CPU": 1.0}]
-    matrix = load_sweep(ROOT / "sweeps" / "matrix_smoke.yaml")  # each cell its own: RL cells reserve their runners
+    matrix = load_sweep(ROOT / "sweeps" / "matrix_cpu.yaml")  # each cell its own: RL cells reserve their runners
     cells = sweep_cells(matrix)
     assert ("babi", "predinet") in cells and ("cartpole", "lstm") in cells and ("babi", "mlp_agent") not in cells
     assert trial_bundles(matrix, "cartpole", "predinet") == [{"CPU": 1.0}, {"CPU": 1.0}]
     assert trial_bundles(matrix, "babi", "predinet") == [{"CPU": 1.0}]
+    smoke = load_sweep(ROOT / "sweeps" / "matrix_smoke.yaml")  # its task_overrides sample in the trial's process
+    assert trial_bundles(smoke, "cartpole", "predinet") == [{"CPU": 1.0}]
+
+
+def test_matrix_sweeps_set_per_task_overrides_grids_and_a_time_cap(tmp_path):
+    sweep = load_sweep(ROOT / "sweeps" / "matrix_cpu.yaml")
+    entries = trial_cells(sweep)
+    assert "babi/predinet; task.babi_id=1" in entries and "babi/predinet; task.babi_id=2" in entries
+    assert "relations_game/lstm" in entries and len(entries) == len(sweep_cells(sweep)) + 10  # bAbI cells twice
+    babi = cell_overrides(sweep, "babi/mha; task.babi_id=2")
+    assert "task.babi_id=2" in babi and babi[-1] == "train.max_time_s=600"
+    assert cell_overrides(sweep, "relations_game/lstm")[-1] == "train.max_time_s=270"  # the profile's, smaller
+    assert cell_overrides(sweep, "cartpole/mha")[-1] == "rl.max_time_s=600"
+    sweep.cells = ["babi/*", "cartpole/mha"]
+    assert {t for t, _ in sweep_cells(sweep)} == {"babi", "cartpole"} and ("cartpole", "lstm") not in sweep_cells(sweep)
+    sweep.cells = ["nothing/*"]
+    with pytest.raises(UserError, match="none of its tasks and models match nothing/"):
+        sweep_cells(sweep)
+    bad = tmp_path / "bad.yaml"
+    for text, message in (("task: babi\nmodels: [lstm]\ntask_grid: {babi: {task.babi_id: [1]}}",
+                           "are for matrix sweeps"),
+                          ("tasks: [babi]\nmodels: all\ntask_overrides: {babi: oops}", "'task_overrides' must map"),
+                          ("tasks: [babi]\nmodels: all\ntask_grid: {babi: {task.babi_id: []}}", "'task_grid' must map"),
+                          ("tasks: [babi]\nmodels: all\ncell_time_cap_s: -1", "'cell_time_cap_s' must be"),
+                          ("tasks: [babi]\nmodels: all\ncells: [babi/*]", "choose cells on the command line")):
+        bad.write_text("name: x\n" + text + "\n")
+        with pytest.raises(UserError, match=message):
+            load_sweep(bad)
+    bad.write_text("name: x\ntasks: [babi]\nmodels: all\ntask_overrides: {cartpole: [rl.gamma=0.9]}\n")
+    with pytest.raises(UserError, match="'cartpole', which is not one of its tasks"):
+        sweep_cells(load_sweep(bad))

@@ -266,6 +266,10 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
             tracker.summary(results.get("metrics") or {})
             tracker.finish(exit_code)
     print(_summary_line(run, results), flush=True)
+    if exit_code == 0 and prepared.loaded is not None and cfg.protocol.name == "single":
+        from harness.runners.predictions import write_after_run
+
+        write_after_run(run, composed, prepared.loaded)
     return exit_code
 
 

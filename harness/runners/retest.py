@@ -14,20 +14,39 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from omegaconf import OmegaConf
 
-from harness.config import recompose
-from harness.data import TARGET, TensorDictDataset
+from harness.config import Composed, recompose
+from harness.data import TARGET, TaskData, TensorDictDataset
 from harness.errors import UserError
 from harness.provenance import code_files, fingerprint, git_info
 from harness.publish import find_run
-from harness.registry import REGISTRY, load_entry
-from harness.runners.build import prepare_task
-from harness.runners.supervised import intact_checkpoint, load_checkpoint
+from harness.registry import REGISTRY
+from harness.runners.build import Prepared, prepare_task
+from harness.runners.predictions import load_trained_model
+from harness.runners.supervised import intact_checkpoint
 from harness.runs import Run, default_runs_dir, now_iso
+
+
+def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
+               doing: str) -> tuple[Run, dict[str, Any], Composed, Prepared, TaskData]:
+    """A completed single-protocol supervised run of the store: its results, its stored config (with
+    ``overrides``) composed again, its task prepared and its data loaded. ``doing`` names the action in the
+    error for a run that is not completed."""
+    run: Run = find_run(name, runs_dir or default_runs_dir())
+    results = run.completed_results(doing)
+    stored = OmegaConf.to_container(OmegaConf.load(run.config_path))
+    assert isinstance(stored, dict)
+    if REGISTRY.task(str(stored["task"]["name"])).kind != "supervised" or \
+            (stored.get("protocol") or {}).get("name", "single") != "single":
+        raise UserError(f"only single-protocol supervised runs can be {doing}")
+    composed = recompose(stored, overrides)
+    prepared = prepare_task(composed)
+    return run, results, composed, prepared, prepared.task.load()
 
 
 @torch.no_grad()
@@ -46,29 +65,12 @@ def evaluate(model: torch.nn.Module, dataset: TensorDictDataset, batch_size: int
 def retest(name: str, overrides: list[str], runs_dir: Path | None = None) -> dict[str, float]:
     """Evaluate a completed run on the new test splits its task yields under ``overrides``; returns the metrics
     added to its results.json."""
-    run: Run = find_run(name, runs_dir or default_runs_dir())
-    results = run.completed_results("retested")
     bad = [item for item in overrides if not item.split("=", 1)[0].lstrip("+").startswith("task.")]
     if bad:
         raise UserError(f"retest changes the test data only: {', '.join(bad)} is not a task.* setting")
-    stored = OmegaConf.to_container(OmegaConf.load(run.config_path))
-    assert isinstance(stored, dict)
-    if REGISTRY.task(str(stored["task"]["name"])).kind != "supervised" or \
-            (stored.get("protocol") or {}).get("name", "single") != "single":
-        raise UserError("retest works on single-protocol supervised runs")
-    composed = recompose(stored, overrides)
-    prepared = prepare_task(composed)
-    data = prepared.task.load()
-    model = load_entry(composed.model.interfaces[composed.task.interface])(composed.cfg.model, data.info)
+    run, results, composed, prepared, data = reload_run(name, overrides, runs_dir, "retested")
+    model = load_trained_model(run, composed, data)
     checkpoint = intact_checkpoint(run, ("best", "last"))
-    if checkpoint is None:
-        raise UserError(f"{run.path}: no intact checkpoint to test (published runs keep none; retest a local run)")
-    state = {k.removeprefix("model."): v for k, v in load_checkpoint(checkpoint)["state_dict"].items()}
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as exc:
-        raise UserError(f"the retest data gives the model other shapes than it was trained with "
-                        f"({str(exc).splitlines()[0][:120]}); only the test data may change") from None
     reported = {key.split("/")[0] for key in results.get("metrics") or {}}
     new = {f"test_{n}": split for n, split in data.extra_test.items() if f"test_{n}" not in reported}
     if not new:

@@ -1,0 +1,194 @@
+"""Per-example predictions of a supervised run's test splits, stored with the run.
+
+``<run>/predictions/predictions.csv.gz``, one row per test example::
+
+    split,example,target,prediction,correct
+    test,0,7,7,1
+    test_stripes,41,0,1,0
+
+``split`` is the metric prefix the run reports (``test``, ``test_<name>`` for a held-out set), ``example`` the
+example's index in that split (the task builds its splits in a fixed order from the run's data, whose
+fingerprint the run records), ``target`` and ``prediction`` class ids. The accuracy of each split recomputed
+from the file equals the run's ``<split>/acc``: ``summary.json`` beside it records both, so a failure can be
+inspected and a run re-scored (another metric, a subset of examples) without retraining.
+
+When the task can show an example as text (``spec.describe`` in its task.yaml, e.g. bAbI's story, question
+and answer), ``wrong.json`` holds a sample of the wrong answers so rendered, with what the model said; the
+run page shows it.
+
+The launcher writes these files after a supervised single-protocol run completes (with the best
+checkpoint, as the test metrics were measured); ``harness predict RUN`` writes them for a completed run that
+has its checkpoints. The files describe a run and never change its numbers: a failure to write them is
+reported, and the run stays completed.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.config import Composed
+from harness.data import TARGET, TaskData, TensorDictDataset
+from harness.errors import UserError
+from harness.registry import load_entry
+from harness.runs import Run, atomic_write, atomic_write_text
+
+FOLDER = "predictions"
+TABLE = "predictions.csv.gz"
+SUMMARY = "summary.json"
+WRONG = "wrong.json"
+WRONG_SAMPLE = 12  # wrong answers rendered per split
+COLUMNS = ("split", "example", "target", "prediction", "correct")
+
+
+def load_trained_model(run: Run, composed: Composed, data: TaskData) -> torch.nn.Module:
+    """The run's model with the weights of its best checkpoint (its last when no best was kept), in eval mode.
+    A UserError when the run has no intact checkpoint or the data gives other shapes than it was trained on."""
+    from harness.runners.supervised import intact_checkpoint, load_checkpoint
+
+    model = load_entry(composed.model.interfaces[composed.task.interface])(composed.cfg.model, data.info)
+    checkpoint = intact_checkpoint(run, ("best", "last"))
+    if checkpoint is None:
+        raise UserError(f"{run.path}: no intact checkpoint (published runs keep none; use a run of your store)")
+    state = {k.removeprefix("model."): v for k, v in load_checkpoint(checkpoint)["state_dict"].items()}
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as exc:
+        raise UserError(f"the data gives the model other shapes than it was trained with "
+                        f"({str(exc).splitlines()[0][:120]}); only the test data may change") from None
+    return model.eval()
+
+
+def evaluated_count(dataset: TensorDictDataset, batch_size: int, limit: Any) -> int:
+    """How many examples of a split the runner's test pass saw: all, or the first ``limit`` batches (an int)
+    or fraction of batches (a float), as Lightning's ``limit_test_batches``."""
+    n = len(dataset)
+    if limit is None:
+        return n
+    batches = math.ceil(n / batch_size)
+    kept = int(limit) if isinstance(limit, int) else int(batches * float(limit))
+    return min(n, max(kept, 0) * batch_size)
+
+
+@torch.no_grad()
+def predict(model: torch.nn.Module, dataset: TensorDictDataset, batch_size: int,
+            count: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Targets and argmax predictions ([N] each) of the first ``count`` examples (all by default)."""
+    n = len(dataset) if count is None else count
+    targets, predictions = [], []
+    for start in range(0, n, batch_size):
+        batch = dataset.__getitems__(list(range(start, min(start + batch_size, n))))
+        logits = model(**{k: v for k, v in batch.items() if k != TARGET})  # [B, C]
+        targets.append(batch[TARGET].reshape(-1))
+        predictions.append(logits.argmax(-1).reshape(-1))
+    if not targets:
+        return torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long)
+    return torch.cat(targets), torch.cat(predictions)
+
+
+def test_splits(data: TaskData) -> dict[str, TensorDictDataset]:
+    """The run's test splits under their metric prefixes."""
+    return {"test": data.test, **{f"test_{name}": split for name, split in data.extra_test.items()}}
+
+
+def write_predictions(run: Run, composed: Composed, data: TaskData,
+                      model: torch.nn.Module | None = None) -> dict[str, Any]:
+    """Predict every test split with the run's best checkpoint and write ``<run>/predictions/``; returns the
+    summary (per split: examples, wrong, accuracy from the file, the run's reported accuracy)."""
+    cfg = composed.cfg
+    model = model if model is not None else load_trained_model(run, composed, data)
+    batch_size = int(cfg.train.eval_batch_size)
+    reported = (run.read_results().get("metrics") or {}) if run.results_path.exists() else {}
+    rows: list[tuple[str, int, int, int, int]] = []
+    summary: dict[str, Any] = {}
+    wrong_ids: dict[str, list[int]] = {}
+    for split, dataset in test_splits(data).items():
+        count = evaluated_count(dataset, batch_size, cfg.train.get("limit_eval_batches"))
+        targets, predictions = predict(model, dataset, batch_size, count)
+        correct = (targets == predictions).long()
+        rows += zip([split] * count, range(count), targets.tolist(), predictions.tolist(), correct.tolist(),
+                    strict=True)
+        wrong = [i for i in range(count) if not correct[i]]
+        wrong_ids[split] = wrong
+        acc = float(correct.float().mean()) if count else None
+        summary[split] = {"examples": count, "wrong": len(wrong), "acc": acc,
+                          "reported_acc": reported.get(f"{split}/acc")}
+    folder = run.path / FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_table(folder / TABLE, rows)
+    atomic_write_text(folder / SUMMARY, json.dumps(summary, indent=2) + "\n")
+    rendered = _render_wrong(composed, data, wrong_ids, rows)
+    if rendered:
+        atomic_write_text(folder / WRONG, json.dumps(rendered, indent=2) + "\n")
+    return summary
+
+
+def _write_table(path: Path, rows: list[tuple[str, int, int, int, int]]) -> None:
+    """The table, gzipped (the same bytes for the same rows), written atomically: a killed write leaves none."""
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    writer.writerows(rows)
+    packed = gzip.compress(text.getvalue().encode("utf-8"), compresslevel=9, mtime=0)
+    atomic_write(path, lambda handle: handle.write(packed))
+
+
+def _render_wrong(composed: Composed, data: TaskData, wrong_ids: dict[str, list[int]],
+                  rows: list[tuple[str, int, int, int, int]]) -> list[dict[str, Any]]:
+    """A sample of wrong answers as the task describes them (``spec.describe``); [] when it has no describer."""
+    if not composed.task.describe:
+        return []
+    describe = load_entry(composed.task.describe)
+    said = {(split, example): (target, prediction) for split, example, target, prediction, _ in rows}
+    rendered = []
+    for split, wrong in wrong_ids.items():
+        chosen = wrong[:WRONG_SAMPLE]
+        if not chosen:
+            continue
+        pairs = [said[(split, i)] for i in chosen]
+        for example, text in zip(chosen, describe(composed.cfg, data, split, chosen, pairs), strict=True):
+            rendered.append({"split": split, "example": example, **text})
+    return rendered
+
+
+def read_predictions(folder: Path) -> list[dict[str, Any]]:
+    """The rows of a stored predictions table (ints where the column is numeric)."""
+    with gzip.open(folder / TABLE, "rt", encoding="utf-8") as handle:
+        return [{k: (v if k == "split" else int(v)) for k, v in row.items()} for row in csv.DictReader(handle)]
+
+
+def predict_run(name: str, runs_dir: Path | None = None) -> dict[str, Any]:
+    """``harness predict RUN``: write the predictions of a completed run of the store from its checkpoint."""
+    from harness.runners.retest import reload_run
+
+    run, _, composed, _, data = reload_run(name, [], runs_dir, "predicted")
+    summary = write_predictions(run, composed, data)
+    for split, numbers in summary.items():
+        print(f"{split}: {numbers['wrong']} wrong of {numbers['examples']} (acc {numbers['acc']:.4f}; "
+              f"the run reported {_shown(numbers['reported_acc'])})")
+    print(f"wrote {run.path / FOLDER}")
+    return summary
+
+
+def _shown(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, int | float) else "none"
+
+
+def write_after_run(run: Run, composed: Composed, data: TaskData) -> None:
+    """The launcher's call after a supervised single run completes; a failure is reported, never raised (the
+    run's numbers are stored already)."""
+    try:
+        summary = write_predictions(run, composed, data)
+    except Exception as exc:  # noqa: BLE001  the files describe the run; the run itself stands
+        print(f"predictions not written ({type(exc).__name__}: {exc}); `harness predict {run.path.name}` retries",
+              flush=True)
+        return
+    wrong = ", ".join(f"{split} {n['wrong']}/{n['examples']}" for split, n in summary.items())
+    print(f"predictions: {run.path / FOLDER} (wrong: {wrong})", flush=True)
