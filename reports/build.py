@@ -130,7 +130,7 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
                    for s in present] or [{"label": "the run store", "path": stores[0]["path"] if stores else "–",
                                           "n": 0}],
            n_runs=len(runs), status_summary=tables.status_summary(runs),
-           matrix=matrix, rankings=tables.rankings(matrix), groups=tables.run_groups(runs),
+           matrix=matrix, rankings=tables.rankings(runs), groups=tables.run_groups(runs),
            papers=[{"page": p.page, "title": p.title, "citation": p.citation} for p in papers],
            provenance=tables.provenance(runs))
     for paper in papers:

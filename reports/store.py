@@ -19,6 +19,7 @@ import yaml
 UNREADABLE = "unreadable"
 REFERENCE = "reference"  # a run of the tracked reference store results/
 YOURS = "yours"  # a run of the user's run store runs/
+HELD_OUT = "held_out/acc"  # derived: the mean test accuracy over the run's held-out sets (config task.test_sets)
 SINGLE = "single"
 CURRICULUM = "curriculum"
 _MISSING = object()
@@ -74,6 +75,13 @@ class RunRecord:
         return str(cfg_get(self.config, "protocol.name", SINGLE) or SINGLE)
 
     def metric(self, name: str) -> float | None:
+        """A results metric, or :data:`HELD_OUT`: the mean of ``test_<set>/acc`` over the held-out sets the run's
+        config names (``task.test_sets``, e.g. the Relations Game's hexominoes and stripes) that it reported."""
+        if name == HELD_OUT:
+            sets = cfg_get(self.config, "task.test_sets")
+            found = [self.metric(f"test_{name}/acc") for name in sets] if isinstance(sets, list) else []
+            values = [value for value in found if value is not None]
+            return sum(values) / len(values) if values else None
         value = self.metrics.get(name)
         return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 

@@ -16,7 +16,18 @@ from typing import Any
 
 from reports.papers import FactSpec, PaperSpec, TableSpec
 from reports.settings import describe, differences
-from reports.store import SINGLE, RunRecord, cfg_get, main_group, per_seed, puzzle_types, variant_label
+from reports.store import (
+    HELD_OUT,
+    SINGLE,
+    RunRecord,
+    base_label,
+    cfg_get,
+    main_group,
+    natural_key,
+    per_seed,
+    puzzle_types,
+    variant_label,
+)
 
 MAIN_METRIC = "test/acc"
 NO_RUN = "no run yet"
@@ -43,6 +54,7 @@ class Headline:
 
 
 TEST_ACC = Headline(MAIN_METRIC, 100.0, "%", "", "test/acc (%)")
+HELD_OUT_ACC = Headline(HELD_OUT, 100.0, "%", "held-out", "held-out test acc (%)")
 EVAL_WIN = Headline(WIN_RATE, 100.0, "%", "eval win rate", "eval win rate (%)")
 EVAL_RETURN = Headline(RETURN, 1.0, "", "eval return", "eval return")
 
@@ -72,11 +84,11 @@ def status_summary(runs: list[RunRecord]) -> str:
 # ----- index ---------------------------------------------------------------------------------------------
 
 def headline(runs: list[RunRecord]) -> Headline:
-    """Test accuracy for supervised runs; for RL runs the eval win rate, or the eval return where the task
-    reports no wins (e.g. CartPole). The latest completed run that was evaluated decides, so that a stale run
-    of an older runner does not."""
+    """Test accuracy for supervised runs (on the held-out sets where the task has them: :data:`HELD_OUT`); for
+    RL runs the eval win rate, or the eval return where the task reports no wins (e.g. CartPole). The latest
+    completed run that was evaluated decides, so that a stale run of an older runner does not."""
     if not any(run.is_rl for run in runs):
-        return TEST_ACC
+        return HELD_OUT_ACC if any(run.metric(HELD_OUT) is not None for run in runs) else TEST_ACC
     evaluated = [run for run in runs if run.status == "completed" and run.metric(RETURN) is not None]
     if evaluated:
         latest = max(evaluated, key=lambda run: run.sort_key())
@@ -141,16 +153,33 @@ def matrix(runs: list[RunRecord], papers: list[PaperSpec]) -> dict[str, Any]:
     return {"models": models, "rows": rows}
 
 
-def rankings(table: dict[str, Any]) -> list[dict[str, Any]]:
-    """The matrix's second view: per task, its models ordered by their cell's best mean held-out metric (the
-    same numbers as the matrix; models without a completed run are left out)."""
+def setting_label(run: RunRecord) -> str:
+    """What a run was measured under, apart from its model: ``base_label`` plus, where the task reads files,
+    its data set and source (bAbI on the official files is not ranked with bAbI on generated data)."""
+    data = [str(value) for value in (cfg_get(run.config, "task.data_set"), cfg_get(run.config, "task.source"))
+            if value is not None]
+    return base_label(run) + (f" ({', '.join(data)})" if data else "")
+
+
+def rankings(runs: list[RunRecord]) -> list[dict[str, Any]]:
+    """The matrix's second view, like for like: per task and setting (:func:`setting_label`: the task's variant
+    and data, the protocol, the RL algorithm and the profile, none of which depends on the model), the models
+    that ran under it, best first, each by the mean over seeds of its best configuration there. A model's
+    cpu-profile run is thus never ranked against another's paper-profile run, nor bAbI task 1 against task 2.
+    Settings where only one model ran are listed too; models without a completed run are left out."""
+    settings: dict[tuple[str, str], dict[str, list[RunRecord]]] = {}
+    for run in runs:
+        if run.status == "completed":
+            settings.setdefault((run.task, setting_label(run)), {}).setdefault(run.model, []).append(run)
     ranked = []
-    for row in table["rows"]:
-        cells = sorted((cell for cell in row["cells"] if not cell["empty"] and cell["best"]),
-                       key=lambda cell: -cell["best"]["mean"])
-        entries = [{"rank": i, "model": cell["model"], **cell["best"]} for i, cell in enumerate(cells, start=1)]
+    for (task, setting), by_model in sorted(settings.items(), key=lambda item: natural_key(" ".join(item[0]))):
+        head = headline([run for group in by_model.values() for run in group])
+        best = [(model, _best_variant(group, head)) for model, group in by_model.items()]
+        ordered = sorted(((model, cell) for model, cell in best if cell), key=lambda pair: (-pair[1]["mean"], pair[0]))
+        entries = [{"rank": i, "model": model, **cell} for i, (model, cell) in enumerate(ordered, start=1)]
         if entries:
-            ranked.append({"task": row["task"], "entries": entries})
+            base = base_label(next(iter(by_model.values()))[0])  # the variant label of a run with no other config
+            ranked.append({"task": task, "setting": setting, "setting_base": base, "entries": entries})
     return ranked
 
 
@@ -178,7 +207,7 @@ def run_groups(runs: list[RunRecord]) -> list[dict[str, Any]]:
     for task, model in sorted(groups):
         head = headline(groups[(task, model)])
         out.append({"task": task, "model": model, "anchor": anchor(task, model), "header": head.header,
-                    "steps_header": "steps" if head is TEST_ACC else "env steps",
+                    "steps_header": "env steps" if head in (EVAL_WIN, EVAL_RETURN) else "steps",
                     "runs": [run_row(run, head) for run in groups[(task, model)]]})
     return out
 

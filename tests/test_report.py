@@ -399,15 +399,40 @@ def test_paper_schema_errors(tmp_path: Path) -> None:
         load_paper(path)
 
 
-def test_rankings_order_each_tasks_models_by_their_matrix_cell():
+def test_rankings_compare_models_only_within_one_setting(tmp_path: Path):
+    """Models are ranked per task and setting (task variant and data, protocol, algorithm, profile): bAbI
+    task 1 is never ranked against task 2, nor official files against generated data."""
+    from reports.store import assign_variants, load_store
     from reports.tables import rankings
 
-    def cell(model: str, mean: float | None) -> dict:
-        best = None if mean is None else {"mean": mean, "text": f"{mean:.1f}", "sd": None, "seeds": 1, "unit": "%"}
-        return {"model": model, "empty": False, "best": best}
+    runs = tmp_path / "runs"
+    task1 = {"babi_id": 1, "data_set": "en-10k", "source": "files"}
+    for model, acc, tag in (("lstm", 0.52, "a"), ("tpr_rnn", 0.999, "b"), ("mha", 1.0, "c")):
+        write_run(runs, "babi", model, 0, metrics={"test/acc": acc}, task_cfg=task1, tag=tag)
+    write_run(runs, "babi", "relational", 0, metrics={"test/acc": 0.90}, tag="d",
+              task_cfg={**task1, "babi_id": 2})
+    write_run(runs, "babi", "lstm", 0, metrics={"test/acc": 0.99}, tag="e", task_cfg={**task1, "source": "generator"})
+    write_run(runs, "babi", "mlp1", 0, status="failed", error="boom", task_cfg=task1, tag="f")
+    records = load_store(runs)
+    assign_variants(records)
+    ranked = {row["setting"]: [(e["rank"], e["model"], e["text"]) for e in row["entries"]] for row in rankings(records)}
+    assert ranked == {"task 1 [cpu] (en-10k, files)": [(1, "mha", "100.0"), (2, "tpr_rnn", "99.9"),
+                                                       (3, "lstm", "52.0")],
+                      "task 1 [cpu] (en-10k, generator)": [(1, "lstm", "99.0")],
+                      "task 2 [cpu] (en-10k, files)": [(1, "relational", "90.0")]}
 
-    table = {"rows": [{"task": "babi", "cells": [cell("lstm", 52.1), cell("tpr_rnn", 99.9), cell("mha", None),
-                                                  {"model": "mlp_agent", "empty": True}]},
-                      {"task": "cartpole", "cells": [{"model": "lstm", "empty": True}]}]}
-    (babi,) = rankings(table)  # a task without completed runs is left out
-    assert [(e["rank"], e["model"]) for e in babi["entries"]] == [(1, "tpr_rnn"), (2, "lstm")]
+
+def test_relations_game_cells_report_the_held_out_object_sets(tmp_path: Path):
+    """A task with held-out test sets (task.test_sets) is reported on them, not on the training object set."""
+    from reports.store import HELD_OUT, load_store
+    from reports.tables import HELD_OUT_ACC, headline, matrix
+
+    runs = tmp_path / "runs"
+    held_out = {"tasks": ["between"], "test_sets": ["hexominoes", "stripes"]}
+    write_run(runs, "relations_game", "lstm", 0, task_cfg=held_out,
+              metrics={"test/acc": 0.99, "test_hexominoes/acc": 0.90, "test_stripes/acc": 0.80})
+    (record,) = load_store(runs)
+    assert record.metric(HELD_OUT) == pytest.approx(0.85) and headline([record]) is HELD_OUT_ACC
+    (row,) = [row for row in matrix([record], [])["rows"] if row["task"] == "relations_game"]
+    (cell,) = [cell for cell in row["cells"] if cell["model"] == "lstm"]
+    assert cell["best"]["text"] == "85.0" and cell["best"]["label"] == "held-out"
