@@ -233,11 +233,11 @@ def _training(run: RunRecord) -> str:
     """How far the cell trained and what ended it."""
     if run.is_rl:
         return f"{_count([run], 'env_steps')} env steps ({run.results.get('stop_reason') or '–'}){_peak(run)}"
-    best = run.results.get("best") if isinstance(run.results.get("best"), dict) else {}
+    best = run.results.get("best") if isinstance(run.results.get("best"), dict) else {}  # its "epoch" counts from 1
     epochs = run.results.get("epochs", "–")
     limit = cfg_get(run.config, "train.max_epochs")
     shown = f"{epochs} of {limit} epochs"
-    return shown + (f", best at epoch {int(best['epoch']) + 1}" if isinstance(best.get("epoch"), int) else "")
+    return shown + (f", best at epoch {int(best['epoch'])}" if isinstance(best.get("epoch"), int) else "")
 
 
 def _peak(run: RunRecord, metric: str = "train/episode_return") -> str:
