@@ -209,6 +209,9 @@ def _setting(run: RunRecord) -> str:
                f"({cfg_get(run.config, 'task.source')})"
     if run.task == "relations_game":
         return "+".join(map(str, cfg_get(run.config, "task.tasks") or []))
+    if run.task == "listops":
+        return f"{cfg_get(run.config, 'task.min_length')} < length < {cfg_get(run.config, 'task.max_length')}, " \
+               f"{cfg_get(run.config, 'task.n_train')} training expressions ({cfg_get(run.config, 'task.source')})"
     env = cfg_get(run.config, "task.env") or {}
     return ", ".join(f"{k} {v}" for k, v in env.items() if k in ("n", "solution_length", "num_distractors")) or "–"
 
