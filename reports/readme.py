@@ -217,13 +217,15 @@ def _setting(run: RunRecord) -> str:
 
 
 def _held_out(run: RunRecord) -> str:
-    """The cell's held-out numbers: test accuracy (Relations Game: the held-out object sets), or the RL
-    evaluation's return and win rate; for a run that did not complete, its status and reason."""
+    """The cell's held-out numbers: test accuracy (on each of ``task.test_sets`` where the task has held-out
+    sets, as the Relations Game's object sets), or the RL evaluation's return and win rate; for a run that did
+    not complete, its status and reason."""
     if run.status != "completed":
         return f"{run.status}: {run.results.get('error') or 'no reason recorded'}"
-    if run.task == "relations_game":
+    held_out = cfg_get(run.config, "task.test_sets")  # the Relations Game's held-out object sets
+    if isinstance(held_out, list) and held_out:
         return ", ".join(f"{name} {_mean_sd(_values([run], f'test_{name}/acc'))}"
-                         for name in ("hexominoes", "stripes") if run.metric(f"test_{name}/acc") is not None)
+                         for name in held_out if run.metric(f"test_{name}/acc") is not None)
     if run.is_rl:
         shown = [f"return {_mean_sd(_values([run], 'eval/episode_return'), 1.0)}"]
         if run.metric("eval/win_rate") is not None:

@@ -79,7 +79,7 @@ class RunRecord:
         config names (``task.test_sets``, e.g. the Relations Game's hexominoes and stripes) that it reported."""
         if name == HELD_OUT:
             sets = cfg_get(self.config, "task.test_sets")
-            found = [self.metric(f"test_{name}/acc") for name in sets] if isinstance(sets, list) else []
+            found = [self.metric(f"test_{held}/acc") for held in sets] if isinstance(sets, list) else []
             values = [value for value in found if value is not None]
             return sum(values) / len(values) if values else None
         value = self.metrics.get(name)
