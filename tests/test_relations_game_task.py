@@ -7,6 +7,7 @@ import torch
 from omegaconf import OmegaConf
 
 from harness.errors import UserError
+from harness.runners.supervised import load_checkpoint
 from tasks.relations_game.task import RelationsGameTask
 from tests.conftest import SHARED_DATA, run_cli
 
@@ -113,7 +114,7 @@ def test_curriculum_protocol_runs_four_stages_and_freezes_what_it_should(env):
     assert "3_frozen_central/test_stripes/acc" in results["metrics"]
 
     def weights(stage):
-        state = torch.load(stages / stage / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
+        state = load_checkpoint(stages / stage / "checkpoints" / "last.ckpt")["state_dict"]
         return {k: v for k, v in state.items()}
 
     pre, frozen_central, frozen_encoder = weights("2_pretrain"), weights("3_frozen_central"), weights(
