@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from harness import PROJECT_ROOT
 from harness.errors import UserError
+from harness.fetch_catalogue import CATALOGUE
 from harness.registry import REGISTRY
 
 
@@ -147,8 +148,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_data(args: argparse.Namespace) -> int:
-    if args.task != "babi":
-        raise UserError(f"'harness data' can write generated data for: babi (not '{args.task}')")
+    if args.task == "fetch":
+        from harness.fetch import fetch
+
+        fetch(args.name, dest=args.dest, url=args.url, sha256=args.sha256, force=args.force)
+        return 0
     from tasks.babi.generator import write_dataset
 
     for babi_id in args.ids:
@@ -256,13 +260,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="a run id (from `harness runs`) or a run directory")
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
     p.set_defaults(func=cmd_predict)
-    p = sub.add_parser("data", help="write a task's generated data in its official file format")
-    p.add_argument("task")
+    p = sub.add_parser("data", help="write a task's generated data, or download a dataset (data fetch NAME)")
+    data = p.add_subparsers(dest="task", required=True, metavar="{babi,fetch}")
+    p = data.add_parser("babi", help="write generated bAbI tasks in the official file format")
     p.add_argument("--out", required=True)
     p.add_argument("--ids", type=int, nargs="+", default=[1])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--n-train", type=int, default=10000)
     p.add_argument("--n-test", type=int, default=1000)
+    p.set_defaults(func=cmd_data)
+    p = data.add_parser("fetch", help="download, check and unpack a dataset into the data folder",
+                        description="Download, check and unpack a dataset: "
+                                    + "; ".join(f"{d.name} -> {d.folder}/" for d in CATALOGUE.values())
+                                    + ". An interrupted download resumes; a second fetch does nothing.")
+    p.add_argument("name", help=", ".join(CATALOGUE))
+    p.add_argument("--dest", default=None, help="the data folder (default: $HARNESS_DATA_DIR)")
+    p.add_argument("--url", default=None, help="download from this address instead (a mirror); for a dataset of "
+                                               "several files, the folder address")
+    p.add_argument("--sha256", default=None, metavar="HEX", help="the SHA-256 the download must have")
+    p.add_argument("--force", action="store_true", help="download and unpack again even if present")
     p.set_defaults(func=cmd_data)
     return parser
 
