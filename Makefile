@@ -67,12 +67,16 @@ lint: $(STAMP)
 perf: $(STAMP)
 	@mkdir -p bench
 	$(BIN)/python -m tasks.relations_game.bench_generator
+	$(BIN)/python -m tasks.listops.bench_generator | tee bench/listops_generator.log
+	@tail -n 1 bench/listops_generator.log > bench/listops_generator.json
 	$(BIN)/python -m tasks.boxworld.bench_env | tee bench/boxworld_env.log
 	@tail -n 1 bench/boxworld_env.log > bench/boxworld_env.json
 	$(BIN)/python -m models.agents.bench_agents | tee bench/agents.log
 	@tail -n 1 bench/agents.log > bench/agents.json
 	$(BIN)/python -m models.relational.bench_models | tee bench/relations_models.log
 	@tail -n 1 bench/relations_models.log > bench/relations_models.json
+	$(BIN)/python -m tasks.pathfinder.bench_generator | tee bench/pathfinder_generator.log
+	@tail -n 1 bench/pathfinder_generator.log > bench/pathfinder_generator.json
 
 # Upload offline W&B runs (needs network and `wandb login`).
 sync: $(STAMP)
