@@ -259,7 +259,7 @@ def _peak(run: RunRecord, metric: str = "train/episode_return") -> str:
 
 
 def matrix_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
-    chosen = sorted((run for run in runs if in_matrix(run)),
+    chosen = sorted((run for run in runs if in_matrix(run) and run.task not in LRA_TASKS),
                     key=lambda run: (run.task, _setting(run), run.model, natural_key(run.run_id)))
     rows = [[run.task, _setting(run), run.model, _held_out(run), _training(run), _minutes([run]), _ids([run])]
             for run in chosen]
@@ -267,7 +267,54 @@ def matrix_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     return ["### The matrix at the cpu profile (sweeps/matrix_cpu.yaml: one seed, 10 minutes per cell)", "",
             "Cells of the task x model matrix that the adapters opened, on a 2-core machine. A cell that "
             "stops learning ends after 10 epochs without a better validation accuracy; the others end at the "
-            "10-minute cap or their profile's budget.", "", *_table(header, rows)]
+            "10-minute cap or their profile's budget. Its ListOps and Pathfinder cells are in the Long Range Arena "
+            "table above.", "", *_table(header, rows)]
+
+
+LRA_TASKS = ("listops", "pathfinder")  # Long Range Arena: every run of these tasks goes in the LRA table
+LRA_PAPER, LRA_TABLE, BEST_TABLE = "lra", "lra_table1", "best"  # reports/papers/lra.yaml
+CHANCE = {"listops": "10", "pathfinder": "50"}
+
+
+def _published_cell(papers: list[PaperSpec], run: RunRecord, table_id: str, columns: Sequence[str]) -> str:
+    """The published numbers of ``columns`` in the row of ``run``'s task of a table of reports/papers/lra.yaml,
+    with the settings this run does not share (so a shorter or smaller run is never read as a match)."""
+    for paper in papers:
+        for table in paper.tables:
+            if paper.name != LRA_PAPER or table.id != table_id:
+                continue
+            for row in table.rows:
+                if table.task_for(row) != run.task:
+                    continue
+                values = [f"{name} {float(row[name][0]):.{table.decimals}f}" for name in columns
+                          if isinstance(row.get(name), list) and row[name][0] is not None]
+                diffs = differences(run, table.settings_for(row))
+                return ", ".join(values) + (f" (at {'; '.join(diffs)})" if diffs and values else "")
+    return "–"
+
+
+def _other_tests(run: RunRecord) -> str:
+    """Accuracy on the run's extra test sets (``test_<name>/acc``: e.g. ListOps's original split, Pathfinder
+    images of the reference generator)."""
+    names = sorted(key[len("test_"):-len("/acc")] for key in run.results.get("metrics", {})
+                   if key.startswith("test_") and key.endswith("/acc"))
+    return ", ".join(f"{name} {_mean_sd(_values([run], f'test_{name}/acc'))}" for name in names) or "–"
+
+
+def lra_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
+    chosen = sorted((run for run in runs if run.task in LRA_TASKS),
+                    key=lambda run: (run.task, _setting(run), run.model, natural_key(run.run_id)))
+    rows = [[run.task, _setting(run), run.model, _held_out(run), _other_tests(run), CHANCE[run.task],
+             _published_cell(papers, run, LRA_TABLE, ["transformer"]),
+             _published_cell(papers, run, BEST_TABLE, ["mega"]), _training(run), _minutes([run]), _ids([run])]
+            for run in chosen]
+    header = ["task", "setting", "model", "test acc %", "other test sets", "chance", "LRA Transformer (Table 1)",
+              "best published", "training", "wall time", "run"]
+    return ["### Long Range Arena: ListOps and Pathfinder-32", "",
+            "Every stored run of the two LRA tasks, beside LRA's Transformer and the best published result "
+            "(reports/papers/lra.yaml). The published numbers are for full-length inputs and LRA's budgets; where "
+            "a run differs, the setting it does not share is named and the numbers are not a match.", "",
+            *_table(header, rows)]
 
 
 def _papers_only(section: Callable[[list[RunRecord], list[PaperSpec]], list[str]]
@@ -277,7 +324,8 @@ def _papers_only(section: Callable[[list[RunRecord], list[PaperSpec]], list[str]
 
 
 SECTIONS: tuple[Callable[[list[RunRecord], list[PaperSpec]], list[str]], ...] = (
-    _papers_only(babi_section), _papers_only(relations_section), _papers_only(rl_section), matrix_section)
+    _papers_only(babi_section), _papers_only(relations_section), _papers_only(rl_section), lra_section,
+    matrix_section)
 
 
 def render(results_dir: Path = RESULTS_DIR, papers_dir: Path = PAPERS_DIR) -> str:

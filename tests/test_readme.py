@@ -79,3 +79,27 @@ def test_the_matrix_sweeps_runs_have_their_own_table(tmp_path):  # results.json 
     assert "_No reference run yet._" in section.split("### The matrix", 1)[0]  # not in the bAbI table
     assert "| babi | task 2, en-10k (files) | predinet | 54.5 | 2 of 4 epochs, best at epoch 1 |" in matrix
     assert "diverged: non-finite training loss (nan) at step 1035" in matrix and "`babi-predinet-cpu-s0-a`" in matrix
+
+
+def test_lra_runs_stand_beside_lras_numbers_with_what_differs_named(tmp_path):
+    """ListOps runs go in the Long Range Arena table (not the matrix table, even from the matrix sweep), beside
+    LRA's Transformer and the best published figure; a short-expression run names the lengths it does not share,
+    a full-length run is shown as a match."""
+    import yaml
+
+    store = tmp_path / "results"
+    short = write_run(store, "listops", "lstm", 0, tag="a", metrics={"test/acc": 0.25, "test_original/acc": 0.2},
+                      task_cfg={"min_length": 50, "max_length": 200, "max_depth": 10, "max_args": 10,
+                                "n_train": 20000, "source": "generator"})
+    write_run(store, "listops", "transformer", 0, tag="b", metrics={"test/acc": 0.37},
+              task_cfg={"min_length": 500, "max_length": 2000, "max_depth": 10, "max_args": 10, "n_train": 96000,
+                        "source": "generator"})
+    config = yaml.safe_load((short / "config.yaml").read_text())
+    (short / "config.yaml").write_text(yaml.safe_dump({**config, "tracking": {"group": "matrix_cpu"}}))
+    section = render(store)
+    lra = section.split("### Long Range Arena", 1)[1].split("### The matrix", 1)[0]
+    rows = {line.split(" | ")[2]: line for line in lra.splitlines() if line.startswith("| listops")}
+    assert "| 25.0 | original 20.0 | 10 | transformer 36.37 (at min_length 50 ≠ 500; max_length 200 ≠ 2000) |" \
+        in rows["lstm"]
+    assert "| 37.0 | – | 10 | transformer 36.37 | mega 63.14 |" in rows["transformer"]
+    assert "listops" not in section.split("### The matrix", 1)[1]
