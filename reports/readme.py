@@ -212,6 +212,10 @@ def _setting(run: RunRecord) -> str:
     if run.task == "listops":
         return f"{cfg_get(run.config, 'task.min_length')} < length < {cfg_get(run.config, 'task.max_length')}, " \
                f"{cfg_get(run.config, 'task.n_train')} training expressions ({cfg_get(run.config, 'task.source')})"
+    if run.task == "pathfinder":
+        patch = cfg_get(run.config, "model.patch_size")
+        return f"{cfg_get(run.config, 'task.difficulty')}, {cfg_get(run.config, 'task.n_train')} training images " \
+               f"({cfg_get(run.config, 'task.source')})" + (f", {patch}x{patch} patches" if patch else "")
     env = cfg_get(run.config, "task.env") or {}
     return ", ".join(f"{k} {v}" for k, v in env.items() if k in ("n", "solution_length", "num_distractors")) or "–"
 
@@ -276,7 +280,8 @@ LRA_PAPER, LRA_TABLE, BEST_TABLE = "lra", "lra_table1", "best"  # reports/papers
 CHANCE = {"listops": "10", "pathfinder": "50"}
 
 
-def _published_cell(papers: list[PaperSpec], run: RunRecord, table_id: str, columns: Sequence[str]) -> str:
+def _published_cell(papers: list[PaperSpec], run: RunRecord, table_id: str, columns: Sequence[str],
+                    name_differences: bool = True) -> str:
     """The published numbers of ``columns`` in the row of ``run``'s task of a table of reports/papers/lra.yaml,
     with the settings this run does not share (so a shorter or smaller run is never read as a match)."""
     for paper in papers:
@@ -288,7 +293,7 @@ def _published_cell(papers: list[PaperSpec], run: RunRecord, table_id: str, colu
                     continue
                 values = [f"{name} {float(row[name][0]):.{table.decimals}f}" for name in columns
                           if isinstance(row.get(name), list) and row[name][0] is not None]
-                diffs = differences(run, table.settings_for(row))
+                diffs = differences(run, table.settings_for(row)) if name_differences else []
                 return ", ".join(values) + (f" (at {'; '.join(diffs)})" if diffs and values else "")
     return "–"
 
@@ -306,14 +311,16 @@ def lra_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
                     key=lambda run: (run.task, _setting(run), run.model, natural_key(run.run_id)))
     rows = [[run.task, _setting(run), run.model, _held_out(run), _other_tests(run), CHANCE[run.task],
              _published_cell(papers, run, LRA_TABLE, ["transformer"]),
-             _published_cell(papers, run, BEST_TABLE, ["mega"]), _training(run), _minutes([run]), _ids([run])]
+             _published_cell(papers, run, BEST_TABLE, ["mega"], name_differences=False), _training(run),
+             _minutes([run]), _ids([run])]
             for run in chosen]
     header = ["task", "setting", "model", "test acc %", "other test sets", "chance", "LRA Transformer (Table 1)",
               "best published", "training", "wall time", "run"]
     return ["### Long Range Arena: ListOps and Pathfinder-32", "",
             "Every stored run of the two LRA tasks, beside LRA's Transformer and the best published result "
-            "(reports/papers/lra.yaml). The published numbers are for full-length inputs and LRA's budgets; where "
-            "a run differs, the setting it does not share is named and the numbers are not a match.", "",
+            "(reports/papers/lra.yaml). The published numbers are for full-length inputs and LRA's budgets (Mega's "
+            "too); where a run differs, the LRA column names the settings it does not share, and the numbers are "
+            "not a match.", "",
             *_table(header, rows)]
 
 
