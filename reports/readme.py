@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import statistics
 import sys
 from collections.abc import Callable, Sequence
@@ -335,6 +336,30 @@ SECTIONS: tuple[Callable[[list[RunRecord], list[PaperSpec]], list[str]], ...] = 
     matrix_section)
 
 
+GENERATOR_STATS = Path("generators") / "pathfinder.json"  # under results/: tasks/pathfinder/compare.py --json
+STAT_ROWS = ("label", "px=0", "px 1-63", "px 64-127", "px 128-191", "px 192-255", "nonzero", "bright comps",
+             "peaks", "blobs")
+
+
+def pathfinder_generator_section(results_dir: Path) -> list[str]:
+    """Our Pathfinder generator's image statistics beside the reference generator's sample, from the stored
+    output of ``python -m tasks.pathfinder.compare --json results/generators/pathfinder.json``."""
+    path = results_dir / GENERATOR_STATS
+    if not path.exists():
+        return []
+    stored = json.loads(path.read_text())
+    levels = stored["levels"]
+    columns = [(level, who) for level, entry in levels.items() for who in ("ours", "reference") if who in entry]
+    rows = [[key, *(f"{levels[level][who][key]:.3f}" for level, who in columns)] for key in STAT_ROWS]
+    header = ["statistic (mean per image)", *(f"{level}, {who}" for level, who in columns)]
+    return ["### Pathfinder-32: our generator beside the reference generator", "",
+            f"Image statistics of {stored['n']:,} images per level from our generator (v{stored['generator_version']}) "
+            "and from the sample the reference generator (drewlinsley/pathfinder) made with LRA's parameters, in "
+            f"LRA's layout (`{stored['command']}`; definitions in tasks/pathfinder/compare.py). px: the fraction "
+            "of pixels in an intensity bin; peaks: about one per visible paddle; blobs: the two markers, and where "
+            "paddles cross.", "", *_table(header, rows)]
+
+
 def render(results_dir: Path = RESULTS_DIR, papers_dir: Path = PAPERS_DIR) -> str:
     """The Markdown between the markers, from the reference store alone."""
     runs = load_stores([(results_dir, REFERENCE)])
@@ -344,6 +369,8 @@ def render(results_dir: Path = RESULTS_DIR, papers_dir: Path = PAPERS_DIR) -> st
     lines: list[str] = []
     for section in SECTIONS:
         lines += [*section(runs, papers), ""]
+        if section is lra_section and (generator := pathfinder_generator_section(results_dir)):
+            lines += [*generator, ""]
     stale = sum(run.is_stale for run in runs)
     lines.append(f"{len(runs)} reference runs in `results/`" + (f"; {stale} stale (their code changed since)"
                                                                    if stale else "; none stale") + ".")

@@ -103,3 +103,20 @@ def test_lra_runs_stand_beside_lras_numbers_with_what_differs_named(tmp_path):
            "mega 63.14 |" in rows["lstm"]
     assert "| 37.0 | – | 10 | transformer 36.37 | mega 63.14 |" in rows["transformer"]
     assert "listops" not in section.split("### The matrix", 1)[1]
+
+
+def test_pathfinder_generator_statistics_come_from_the_stored_comparison(tmp_path):
+    """The README's Pathfinder statistics table is the stored output of tasks/pathfinder/compare.py (no file: no
+    table); a changed stored number shows."""
+    store = tmp_path / "results"
+    write_run(store, "listops", "lstm", 0, metrics={"test/acc": 0.25}, task_cfg={"min_length": 50, "max_length": 200})
+    assert "Pathfinder-32: our generator" not in render(store)
+    stats = {key: 0.5 for key in ("label", "px=0", "px 1-63", "px 64-127", "px 128-191", "px 192-255", "nonzero",
+                                  "bright comps", "peaks", "blobs")}
+    stored = {"command": "python -m tasks.pathfinder.compare --n 10 --json x", "generator_version": 2, "n": 10,
+              "levels": {"hard": {"ours": {**stats, "peaks": 31.082}, "reference": {**stats, "peaks": 31.284}}}}
+    (store / "generators").mkdir()
+    (store / "generators" / "pathfinder.json").write_text(json.dumps(stored))
+    section = render(store)
+    assert "| statistic (mean per image) | hard, ours | hard, reference |" in section
+    assert "| peaks | 31.082 | 31.284 |" in section

@@ -26,7 +26,7 @@ import numpy as np
 from scipy import ndimage
 
 from harness.paths import data_dir
-from tasks.pathfinder.generator import LEVELS, generate, level_settings
+from tasks.pathfinder.generator import GENERATOR_VERSION, LEVELS, generate, level_settings
 from tasks.pathfinder.reader import LEVEL_FOLDERS, read_level
 from tasks.pathfinder.task import candidate_roots
 
@@ -113,8 +113,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     result = compare(args.n, args.root or find_root())
     print(table(result))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    if args.json:  # results/generators/pathfinder.json is the README's copy (reports/readme.py)
+        stored = {"what": "Pathfinder-32 image statistics: our generator beside the reference generator's sample",
+                  "command": f"python -m tasks.pathfinder.compare --n {args.n} --json {args.json}",
+                  "generator_version": GENERATOR_VERSION, "n": args.n, "levels": result}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(stored, indent=2) + "\n")
 
 
 if __name__ == "__main__":
