@@ -34,6 +34,7 @@ from harness.errors import UserError
 from harness.fetch_catalogue import Dataset, Resource, lookup
 from harness.fetch_http import download, human
 from harness.paths import check_writable_folder
+from harness.runs import atomic_write_text
 
 MARKER = ".fetched.json"
 DOWNLOADS = ".downloads"
@@ -151,9 +152,8 @@ def unpack(archive: Path, resource: Resource, staging: Path, url: str) -> None:
 
 
 def install(staging: Path, target: Path) -> int:
-    """Move what ``staging`` holds into ``target`` (same-named entries are replaced); return the file count."""
-    if target.exists() and not target.is_dir():
-        raise UserError(f"{target} is a file; move it away, then run the same command")
+    """Move what ``staging`` holds into ``target`` (same-named entries are replaced); return the file count.
+    ``fetch`` has checked that ``target`` is not a file."""
     target.mkdir(parents=True, exist_ok=True)
     count = sum(1 for p in staging.rglob("*") if p.is_file())
     for entry in sorted(staging.iterdir()):
@@ -226,9 +226,7 @@ def fetch(name: str, dest: str | None = None, url: str | None = None, sha256: st
     record = {"name": name, "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "files": [{"url": a, "file": r.filename, "sha256": d}
                         for r, a, d in zip(dataset.resources, urls, digests, strict=True)]}
-    partial = marker.with_name(MARKER + ".tmp")
-    partial.write_text(json.dumps(record, indent=2) + "\n")
-    partial.replace(marker)
+    atomic_write_text(marker, json.dumps(record, indent=2) + "\n")
     for file, resource in zip(files, dataset.resources, strict=True):
         if resource.kind == "tar":
             file.unlink()

@@ -285,18 +285,14 @@ def _published_cell(papers: list[PaperSpec], run: RunRecord, table_id: str, colu
                     name_differences: bool = True) -> str:
     """The published numbers of ``columns`` in the row of ``run``'s task of a table of reports/papers/lra.yaml,
     with the settings this run does not share (so a shorter or smaller run is never read as a match)."""
-    for paper in papers:
-        for table in paper.tables:
-            if paper.name != LRA_PAPER or table.id != table_id:
-                continue
-            for row in table.rows:
-                if table.task_for(row) != run.task:
-                    continue
-                values = [f"{name} {float(row[name][0]):.{table.decimals}f}" for name in columns
-                          if isinstance(row.get(name), list) and row[name][0] is not None]
-                diffs = differences(run, table.settings_for(row)) if name_differences else []
-                return ", ".join(values) + (f" (at {'; '.join(diffs)})" if diffs and values else "")
-    return "–"
+    table = next((t for paper in papers if paper.name == LRA_PAPER for t in paper.tables if t.id == table_id), None)
+    row = next((r for r in table.rows if table.task_for(r) == run.task), None) if table else None
+    if table is None or row is None:
+        return "–"
+    values = [f"{name} {float(row[name][0]):.{table.decimals}f}" for name in columns
+              if isinstance(row.get(name), list) and row[name][0] is not None]
+    diffs = differences(run, table.settings_for(row)) if name_differences else []
+    return ", ".join(values) + (f" (at {'; '.join(diffs)})" if diffs and values else "")
 
 
 def _other_tests(run: RunRecord) -> str:

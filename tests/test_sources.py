@@ -38,7 +38,7 @@ def outside_citations(text: str) -> list[tuple[int, str]]:
 
 @pytest.mark.parametrize("line", [
     "cited in REFERENCE.md §1.5", "as in pycolab (REFERENCE §2.5)", "the setting STACK.md saw",
-    "see DESIGN.md", "export HARNESS_DATA_DIR=../shared/data", "text in /work/shared/papers/x.txt",
+    "see DESIGN.md", "export HARNESS_DATA_DIR=../shared/data", "text in /srv/shared/papers/x.txt",
     "files under shared/data/babi",
 ])
 def test_every_form_of_outside_citation_is_caught(line: str) -> None:
