@@ -43,10 +43,11 @@ from harness.schema import KeyType, check_value, key_type, leaves, parse_entry
 PROFILES = ("smoke", "cpu", "paper")
 HARNESS_DIR = PROJECT_ROOT / "harness"
 DEFAULT_FILES = {"common": HARNESS_DIR / "defaults.yaml", "supervised": HARNESS_DIR / "defaults_supervised.yaml",
-                 "rl": HARNESS_DIR / "defaults_rl.yaml"}
+                 "rl": HARNESS_DIR / "defaults_rl.yaml", "stepwise": HARNESS_DIR / "defaults_stepwise.yaml"}
 SCHEMA_FILE = HARNESS_DIR / "schema.yaml"
 PROFILES_DIR = HARNESS_DIR / "profiles"
-KIND_SECTIONS = {"supervised": ("optim", "train", "protocol", "analysis"), "rl": ("rl", "agent")}
+KIND_SECTIONS = {"supervised": ("optim", "train", "protocol", "analysis"), "rl": ("rl", "agent"),
+                 "stepwise": ("optim", "stepwise")}
 COMMON_SECTIONS = ("seed", "profile", "task", "model", "data", "tracking")
 SET_BY_HARNESS = ("data.fingerprint", "task.name", "model.name", "profile")  # never from a YAML layer or override
 

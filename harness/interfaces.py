@@ -13,14 +13,14 @@ image      ``image`` uint8 [H, W, C] (``info["image_shape"]``), ``task_id`` int6
 story      ``story`` int64 [T, W] word ids, 0 = padding (T = ``max_story_len``, W = ``max_sent_len``),
            ``story_len`` int64 [] real statements, ``query`` int64 [W] the question's word ids
 sequence   ``tokens`` int64 [L] token ids, 0 = padding, ``length`` int64 [] real tokens
-stream     ``frames`` float32 [T, *] one world state per step, ``length`` int64 [] real steps
+stream     not a batch of examples but worlds advanced step by step: each step's instructions, queries and
+           answers (:class:`harness.streams.StreamStep`; the contract and its checks are in harness/streams.py)
 env        observation uint8 or float [H, W, 3]: a grid as an image (BoxWorld); checked by the agent
 state_env  observation float [D]: a flat state vector (CartPole); checked by the agent
 ========== ================================================================================================
 
 :func:`check_task_data` runs when a run's data is built (before its directory exists); a mismatch is a
-one-line error naming the task, the tensor and the expected shape. ``sequence`` and ``stream`` are the
-contracts the Long Range Arena and world-state tasks will declare; no task gives them yet.
+one-line error naming the task, the tensor and the expected shape.
 """
 
 from __future__ import annotations
@@ -52,8 +52,6 @@ BATCH_CONTRACTS: dict[str, dict[str, TensorContract]] = {
               "query": TensorContract(("int64",), ("max_sent_len",))},
     "sequence": {"tokens": TensorContract(("int64",), ("max_len",)),
                  "length": TensorContract(("int64",), ())},
-    "stream": {"frames": TensorContract(("float32",), ("max_steps", "*")),
-               "length": TensorContract(("int64",), ())},
 }
 
 

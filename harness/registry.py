@@ -37,9 +37,9 @@ from harness.errors import UserError, did_you_mean
 # kinds of environment: "env" observes a grid as an image [H, W, 3] (BoxWorld), "state_env" a flat
 # state vector (CartPole, the control of the RL ladder).
 INTERFACES = ("image", "story", "sequence", "stream", "env", "state_env")
-KINDS = ("supervised", "rl")
+KINDS = ("supervised", "rl", "stepwise")  # stepwise: world-state streams trained step by step (Algorithm 1 of U-E)
 INTERFACE_KIND = {"image": "supervised", "story": "supervised", "sequence": "supervised",
-                  "stream": "supervised", "env": "rl", "state_env": "rl"}  # the kind of task each one serves
+                  "stream": "stepwise", "env": "rl", "state_env": "rl"}  # the kind of task each one serves
 
 
 @dataclass(frozen=True)

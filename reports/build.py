@@ -4,7 +4,8 @@
 
 Pages: ``index.html`` (task x model matrix, papers, every run, provenance), one page per paper YAML in
 ``reports/papers/`` (published table beside ours, published figures beside ours, curves) and
-``runs/<run_id>.html`` per run. Besides the store, a paper's facts may read a benchmark's JSON output under
+``runs/<run_id>.html`` per run (a stepwise run's page adds its long-horizon rollout and its pictures, the PNGs
+inlined as ``data:`` URIs). Besides the store, a paper's facts may read a benchmark's JSON output under
 the files root (the repository root: ``bench/agents.json``, ``bench/boxworld_env.json``); an absent file
 reads "not measured". CSS and SVG figures are inline; nothing is fetched. The site is written into a
 temporary folder beside the output folder and then swapped in, so a build never leaves a half-written site
@@ -15,8 +16,10 @@ byte-identical files.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -73,6 +76,65 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
         "error": results.get("error") or None,
         **_provenance(results),
     }
+
+
+def _count(value: Any) -> str:
+    return f"{value:,.0f}" if isinstance(value, int | float) and not isinstance(value, bool) else "–"
+
+
+def _stepwise_info(run: RunRecord) -> dict[str, Any] | None:
+    """A stepwise run's summary rows: outer cycles and validations, trajectory, best, throughput in world-steps
+    per second, and the long-horizon rollout's length and time; None for other runs."""
+    if not run.is_stepwise:
+        return None
+    results, spec = run.results, _dict(run.config.get("stepwise"))
+    best = _dict(results.get("best"))
+    rate = _dict(results.get("throughput")).get("train/world_steps_per_s")
+    rollout = _dict(results.get("rollout"))
+    length = spec.get("steps")
+    trajectory = f"T = {length}" if isinstance(length, int) else "–"
+    if spec.get("bptt") is True:
+        trajectory += ", backpropagation through the whole trajectory"
+    elif isinstance(spec.get("update_freq"), int):
+        every = spec["update_freq"]
+        trajectory += ", stop-gradient between steps, an optimiser step " + (
+            "at every step" if every == 1 else f"every {every} steps")
+    curriculum = _dict(spec.get("curriculum"))
+    if curriculum.get("enabled") is True:
+        trajectory += f"; curriculum from T = {curriculum.get('start')}"
+    if rollout:
+        seconds, speed = rollout.get("seconds"), rollout.get("world_steps_per_s")
+        rolled = (f"{_count(rollout.get('longest'))} steps, {_count(rollout.get('worlds'))} worlds: "
+                  f"{_number(seconds, ' s')}" + (f" ({_count(speed)} world-steps/s)"
+                                                  if isinstance(speed, int | float) else ""))
+    else:
+        rolled = "–"
+    return {
+        "cycles": _count(results.get("steps")), "validations": _count(results.get("epochs")),
+        "trajectory": trajectory,
+        "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at cycle {best.get('step')}"
+        if best else "–",
+        "throughput": f"{_count(rate)} world-steps/s (median over validation windows)"
+        if isinstance(rate, int | float) and not isinstance(rate, bool) else "–",
+        "rollout": rolled,
+    }
+
+
+def _picture_items(run: RunRecord) -> list[dict[str, str]]:
+    """A stepwise run's pictures as ``data:`` URIs (the site fetches nothing), with their captions; a picture
+    that cannot be read becomes a problem line of the run."""
+    items = []
+    for rel in run.pictures:
+        try:
+            data = (run.path / rel).read_bytes()
+        except OSError as exc:
+            run.problems.append(f"{rel} unreadable: {exc}")
+            continue
+        found = re.fullmatch(r"step_(\d+)\.png", Path(rel).name)
+        where = f"step {int(found.group(1)):,}" if found else Path(rel).name
+        items.append({"src": "data:image/png;base64," + base64.b64encode(data).decode("ascii"), "name": rel,
+                      "caption": f"{where}: the true world (top) and the model's belief (bottom)"})
+    return items
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -146,9 +208,11 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
             context = dict(
                 title=f"{run.run_id} ({run.status})", run=run,
                 variant=variant_label(run) if run.results else "–", info=_run_info(run), rl=tables.rl_summary(run),
-                metrics=tables.metric_rows(run.metrics), stages=tables.stage_rows(run),
+                stepwise=_stepwise_info(run), metrics=tables.metric_rows(run.metrics), stages=tables.stage_rows(run),
                 predictions=tables.predictions_view(run),
                 figures=_markup_figures(figures.run_figures(run)),
+                rollout=_markup_figures([f for f in [figures.rollout_figure(run)] if f]),
+                pictures=_picture_items(run) if run.is_stepwise else [],
                 analysis=json.dumps(analysis, indent=1, sort_keys=True, default=str) if analysis else None,
                 versions=[{"package": k, "version": str(v)} for k, v in sorted(versions.items())])
         except Exception as exc:

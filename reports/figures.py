@@ -4,6 +4,10 @@ SVG output) and returned as SVG text to inline in a page.
 Byte-stable output: every figure gets its own fixed ``svg.hashsalt`` (so ids are stable and differ
 between figures on one page), no metadata block (no date, no creator) and text kept as text. Error bands
 are the standard deviation over seeds (``errorbar="sd"``), never a bootstrap.
+
+A stepwise (world-state) run's page adds the long-horizon rollout of Moskvichev & Liu 2021, §7.2 ("trained on
+sequences of length 5 and tested on sequences of lengths up to 10000"): accuracy against the step on a log axis,
+with the training trajectory length marked (:func:`rollout_figure`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from reports.papers import PaperSpec
 from reports.store import CURRICULUM, SINGLE, RunRecord, cfg_get, main_group, per_seed, puzzle_types
@@ -256,15 +261,38 @@ def paper_figures(runs: list[RunRecord], paper: PaperSpec) -> list[dict[str, str
     return figures
 
 
+def final_group_columns(run: RunRecord) -> list[str]:
+    """A stepwise run's validation accuracy at the last step of the trajectory, per query group
+    (``val/final/<group>/acc``), in the order of ``metrics.csv``."""
+    if run.curves is None:
+        return []
+    return [str(c) for c in run.curves.columns
+            if str(c).startswith("val/final/") and str(c).endswith("/acc") and str(c).count("/") == 3]
+
+
+def _curve_line(ax: Any, subset: pd.DataFrame, colour: Any, **label: Any) -> None:
+    """One curve of the run page: markers when few points; dense ones raw and faint under a running mean."""
+    many = len(subset) >= 30
+    ax.plot(subset["step"], subset["value"], color=colour, linewidth=0.6 if many else 1.0,
+            alpha=0.35 if many else 1.0, marker=None if many else "o", markersize=3, **label)
+    if many:  # a running mean over about 2% of the points over the raw, noisy per-batch values
+        window = max(3, len(subset) // 50)
+        smooth = subset["value"].rolling(window, min_periods=1, center=True).mean()
+        ax.plot(subset["step"], smooth, color=colour, linewidth=1.2)
+
+
 def run_figures(run: RunRecord) -> list[dict[str, str]]:
-    """A run's training loss and validation accuracy, and its curriculum stages if any (an RL run: its
-    learning curves, :func:`rl_run_figures`)."""
+    """A run's training loss and validation accuracy (a stepwise run's: with the last-step accuracy of each
+    query group), and its curriculum stages if any (an RL run: its learning curves, :func:`rl_run_figures`)."""
     if run.is_rl:
         return rl_run_figures(run)
     figures = []
     frames = []
     loss_column = "train/loss" if run.curves is not None and "train/loss" in run.curves else "train/epoch_loss"
-    for column, panel, scale in ((loss_column, "training loss", 1.0), ("val/acc", "val accuracy (%)", 100.0)):
+    accuracy = "val accuracy (%)"
+    finals = final_group_columns(run) if run.is_stepwise else []
+    for column, panel, scale in ((loss_column, "training loss", 1.0), ("val/acc", accuracy, 100.0),
+                                 *((column, accuracy, 100.0) for column in finals)):
         curve = _curve(run.curves, column, scale)
         curve["panel"], curve["series"] = panel, column
         frames.append(curve)
@@ -275,20 +303,28 @@ def run_figures(run: RunRecord) -> list[dict[str, str]]:
             axes = fig.subplots(1, 2, squeeze=False)[0]
             for ax, (panel, subset) in zip(axes, ((p, data[data["panel"] == p]) for p in dict.fromkeys(
                     data["panel"])), strict=False):
-                many = len(subset) >= 30
-                ax.plot(subset["step"], subset["value"], color=_PALETTE[0], linewidth=0.6 if many else 1.0,
-                        alpha=0.35 if many else 1.0, marker=None if many else "o", markersize=3)
-                if many:  # a running mean over about 2% of the points over the raw, noisy per-batch values
-                    window = max(3, len(subset) // 50)
-                    smooth = subset["value"].rolling(window, min_periods=1, center=True).mean()
-                    ax.plot(subset["step"], smooth, color=_PALETTE[0], linewidth=1.2)
+                series = list(dict.fromkeys(subset["series"]))
+                if len(series) == 1:
+                    _curve_line(ax, subset, _PALETTE[0])
+                else:  # val/acc and the last-step accuracy of each group (stepwise runs)
+                    for index, column in enumerate(series):
+                        label = "all steps" if column == "val/acc" else f"last step: {column.split('/')[2]}"
+                        _curve_line(ax, subset[subset["series"] == column], _PALETTE[index % len(_PALETTE)],
+                                    label=label)
+                    ax.legend(fontsize=7, frameon=False)
                 ax.set_title(panel, fontsize=9)
-                ax.set_xlabel("step")
+                ax.set_xlabel("outer cycle" if run.is_stepwise else "step")
             for ax in axes[data["panel"].nunique():]:
                 ax.set_visible(False)
-            figures.append({"title": "Curves", "caption": f"{loss_column} and val/acc against the training step "
-                                                          "(dense curves: raw values faint, running mean solid).",
-                            "svg": to_svg(fig)})
+            caption = (f"{loss_column} and val/acc against the training step "
+                       "(dense curves: raw values faint, running mean solid).")
+            if run.is_stepwise:
+                caption = (f"{loss_column} (mean step loss of the logged cycles) and val/acc (every step of the "
+                           "validation trajectories) against the outer cycle of Algorithm 1"
+                           + ("; the other lines: validation accuracy at the trajectory's last step, per query "
+                              "group" if finals else "")
+                           + " (dense curves: raw values faint, running mean solid).")
+            figures.append({"title": "Curves", "caption": caption, "svg": to_svg(fig)})
     stage_frames = []
     for stage, info in run.stages.items():
         curve = _curve(info.get("curves"), "val/acc", 100.0)
@@ -302,6 +338,72 @@ def run_figures(run: RunRecord) -> list[dict[str, str]]:
             figures.append({"title": "Curriculum stages", "caption": "val/acc of each stage against its own steps.",
                             "svg": svg})
     return figures
+
+
+def _rollout_caption(run: RunRecord, length: Any) -> str:
+    info = run.results.get("rollout") if isinstance(run.results.get("rollout"), dict) else {}
+
+    def number(key: str) -> float | None:
+        value = info.get(key)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    worlds, longest, seconds, rate = number("worlds"), number("longest"), number("seconds"), number("world_steps_per_s")
+    held_out = f"{worlds:,.0f} held-out test worlds" if worlds is not None else "held-out test worlds"
+    rolled = f", rolled {longest:,.0f} steps" if longest is not None else ""
+    text = (f"Accuracy (%) of the best checkpoint on {held_out}{rolled}, against the step (log scale): all "
+            "queries in black, each query group in colour; queries asked at every step up to 100, then at "
+            "log-spaced steps.")
+    if isinstance(length, int) and not isinstance(length, bool):
+        text += f" The dashed line marks the training trajectory length (stepwise.steps = {length})."
+    if seconds is not None:
+        text += f" The rollout took {seconds:,.1f} s"
+        text += f" ({rate:,.0f} world-steps/s)." if rate is not None else "."
+    else:
+        text += " Its duration was not recorded."
+    return text
+
+
+def rollout_figure(run: RunRecord) -> dict[str, str] | None:
+    """A stepwise run's long-horizon rollout (``rollout.csv``): accuracy (%) against the step on a log x axis,
+    one line per column (``acc`` in black, each ``<group>/acc`` in colour), the training trajectory length
+    (config ``stepwise.steps``) as a dashed vertical line. None without a curve."""
+    frame = run.rollout
+    if frame is None or frame.empty:
+        return None
+    groups = [str(c) for c in frame.columns if c not in ("step", "acc")]
+    colours = _colours(groups)
+    length = cfg_get(run.config, "stepwise.steps")
+    handles: list[Line2D] = []
+    with _style(f"run:{run.page}:rollout"):
+        fig = Figure(figsize=(7.5, 3.0), layout="constrained")
+        ax = fig.subplots()
+        lines = [(column, colours[column], 1.0, column.removesuffix("/acc")) for column in groups]
+        if "acc" in frame.columns:  # drawn last, on top of the groups; listed first
+            lines.append(("acc", "black", 1.4, "all queries"))
+        for column, colour, width, label in lines:
+            points = frame[["step", column]].dropna()
+            if points.empty:
+                continue
+            ax.plot(points["step"], 100.0 * points[column], color=colour, linewidth=width,
+                    marker="o" if len(points) < 30 else None, markersize=3)
+            handles.insert(0 if column == "acc" else len(handles), Line2D([], [], color=colour, linewidth=width,
+                                                                         label=label))
+        if not handles:
+            return None
+        if isinstance(length, int) and not isinstance(length, bool) and length > 0:
+            ax.axvline(length, color="0.35", linestyle="--", linewidth=1.0)
+            handles.append(Line2D([], [], color="0.35", linestyle="--", linewidth=1.0,
+                                  label=f"training length T = {length}"))
+        ax.set_xscale("log")  # tick labels as plain numbers: the report's style turns mathtext off
+        ax.xaxis.set_major_locator(LogLocator(base=10))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}" if value >= 1 else f"{value:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(-3, 103)
+        ax.set_xlabel("step of the rollout (log scale)")
+        ax.set_ylabel("accuracy (%)")
+        fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+        svg = to_svg(fig)
+    return {"title": "Long-horizon rollout", "caption": _rollout_caption(run, length), "svg": svg}
 
 
 # ----- reinforcement-learning runs -----------------------------------------------------------------------

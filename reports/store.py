@@ -1,12 +1,16 @@
 """Reading the run store for the report: every run directory as a :class:`RunRecord`.
 
 Nothing here raises on a bad run: a ``results.json`` or ``metrics.csv`` that cannot be read marks the run
-``unreadable`` (with the reason in ``problems``) and the build goes on.
+``unreadable`` (with the reason in ``problems``) and the build goes on. A stepwise run's extras (the long-horizon
+rollout curve ``rollout.csv`` and the ``pictures/`` of Moskvichev & Liu 2021, §7) are read the same way: a damaged
+one becomes a problem line and is left out.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -22,6 +26,9 @@ YOURS = "yours"  # a run of the user's run store runs/
 HELD_OUT = "held_out/acc"  # derived: the mean test accuracy over the run's held-out sets (config task.test_sets)
 SINGLE = "single"
 CURRICULUM = "curriculum"
+ROLLOUT_FILE = "rollout.csv"  # a stepwise run's long-horizon curve (harness.runners.stepwise_eval)
+PICTURES_DIR = "pictures"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _MISSING = object()
 
 
@@ -47,6 +54,8 @@ class RunRecord:
     fingerprint: str = ""
     origin: str = YOURS
     stale: list[str] = field(default_factory=list)  # source files changed since the run (harness.provenance)
+    rollout: pd.DataFrame | None = None  # stepwise runs: step, acc, <group>/acc of the long-horizon rollout
+    pictures: list[str] = field(default_factory=list)  # stepwise runs: "pictures/step_<t>.png" found, in step order
 
     @property
     def is_stale(self) -> bool:
@@ -69,6 +78,11 @@ class RunRecord:
     def is_rl(self) -> bool:
         """A reinforcement-learning run: an ``rl`` config section, or environment steps in its results."""
         return isinstance(self.config.get("rl"), dict) or "env_steps" in self.results
+
+    @property
+    def is_stepwise(self) -> bool:
+        """A stepwise (world-state) run: a ``stepwise`` config section (harness.runners.stepwise)."""
+        return isinstance(self.config.get("stepwise"), dict)
 
     @property
     def protocol(self) -> str:
@@ -240,6 +254,78 @@ def read_curves(path: Path) -> pd.DataFrame | None:
     return frame
 
 
+def read_rollout(path: Path) -> pd.DataFrame | None:
+    """``rollout.csv`` as a frame (``step``, then the accuracy columns ``acc`` and ``<group>/acc``) sorted by
+    step; None when the file does not exist. An empty cell (a group not asked at that step) is NaN.
+
+    Raises ``ValueError`` (or ``OSError``) when it exists but is not a whole rollout curve as
+    ``harness.runners.stepwise_eval.write_rollout_csv`` writes it: not UTF-8 text, a last line without its
+    newline (cut short), a row whose field count differs from the header's, no ``step`` or no accuracy column,
+    no rows, a cell that is not a number, a step that is not a positive whole number, an accuracy outside
+    [0, 1]."""
+    if not path.exists():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path.name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    if not text.strip():
+        raise ValueError(f"{path.name}: empty")
+    if not text.endswith("\n"):
+        raise ValueError(f"{path.name}: the last line is cut short (no newline at the end)")
+    try:
+        header, *rows = [row for row in csv.reader(io.StringIO(text)) if row]
+    except csv.Error as exc:
+        raise ValueError(f"{path.name}: {exc}") from exc
+    for number, row in enumerate(rows, start=2):
+        if len(row) != len(header):
+            raise ValueError(f"{path.name}: line {number} has {len(row)} fields, the header {len(header)}")
+    columns = [name.strip() for name in header]
+    if "step" not in columns:
+        raise ValueError(f"{path.name}: no step column")
+    accuracy = [column for column in columns if column == "acc" or column.endswith("/acc")]
+    if not accuracy:
+        raise ValueError(f"{path.name}: no accuracy column (acc, <group>/acc)")
+    if not rows:
+        raise ValueError(f"{path.name}: no rows")
+    cells = pd.DataFrame([[cell.strip() for cell in row] for row in rows], columns=columns)[["step", *accuracy]]
+    numbers = cells.apply(pd.to_numeric, errors="coerce")
+    bad = int((numbers.isna() & (cells != "")).to_numpy().sum())
+    if bad:
+        raise ValueError(f"{path.name}: {bad} cell(s) are not numbers")
+    steps = numbers["step"]
+    if steps.isna().any() or (steps < 1).any() or (steps != steps.round()).any():
+        raise ValueError(f"{path.name}: a step is missing or not a positive whole number")
+    values = numbers[accuracy].to_numpy(dtype=float)
+    if ((values < 0) | (values > 1)).any():  # NaN compares false: empty cells pass
+        raise ValueError(f"{path.name}: an accuracy lies outside [0, 1]")
+    return numbers.astype(float).sort_values("step", kind="stable").reset_index(drop=True)
+
+
+def find_pictures(directory: Path, listed: Any) -> tuple[list[str], list[str]]:
+    """The PNG files of ``<run>/pictures/`` (as ``pictures/<name>``, in natural order: step_2 before step_10)
+    and the problems: a file that is not a PNG, a picture ``results.json`` lists (``listed``) that is absent."""
+    folder = directory / PICTURES_DIR
+    found, problems = [], []
+    names = sorted((p.name for p in folder.glob("*.png") if p.is_file()), key=natural_key) if folder.is_dir() else []
+    for name in names:
+        try:
+            with (folder / name).open("rb") as handle:
+                head = handle.read(len(PNG_SIGNATURE))
+        except OSError as exc:
+            problems.append(f"{PICTURES_DIR}/{name} unreadable: {exc}")
+            continue
+        if head != PNG_SIGNATURE:
+            problems.append(f"{PICTURES_DIR}/{name} is not a PNG image; left out")
+            continue
+        found.append(f"{PICTURES_DIR}/{name}")
+    present = set(found) | {f"{PICTURES_DIR}/{name}" for name in names}
+    missing = [str(item) for item in listed if str(item) not in present] if isinstance(listed, list) else []
+    if missing:
+        problems.append(f"results.json lists picture(s) that are absent: {', '.join(missing)}")
+    return found, problems
+
+
 def _read_pruning(path: Path) -> list[dict[str, Any]] | None:
     if not path.exists():
         return None
@@ -282,6 +368,15 @@ def load_run(results_path: Path, runs_dir: Path) -> RunRecord:
         run.pruning = _read_pruning(directory / "analysis" / "head_pruning.json")
     except (OSError, ValueError) as exc:
         problems.append(f"analysis/head_pruning.json unreadable: {exc}")
+    rollout_path = directory / ROLLOUT_FILE
+    try:
+        run.rollout = read_rollout(rollout_path)
+    except (OSError, ValueError) as exc:
+        problems.append(f"{ROLLOUT_FILE} unreadable: {exc}")
+    if not rollout_path.exists() and isinstance(results.get("rollout"), dict):
+        problems.append(f"results.json names a long-horizon rollout but {ROLLOUT_FILE} is missing")
+    run.pictures, picture_problems = find_pictures(directory, results.get("pictures"))
+    problems.extend(picture_problems)
     stages_dir = directory / "stages"
     if stages_dir.is_dir():
         for stage_dir in sorted(p for p in stages_dir.iterdir() if p.is_dir()):

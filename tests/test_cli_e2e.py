@@ -110,16 +110,15 @@ def test_user_mistakes_exit_2_with_one_line(env, args, message):
 
 
 def test_incompatible_pair_exits_2_naming_the_models_that_fit(env, capsys):
-    REGISTRY.add_task(TaskSpec(name="toy_stream", title="", interface="stream", kind="supervised", entry="x:Y"))
+    REGISTRY.add_task(TaskSpec(name="toy_stream", title="", interface="stream", kind="stepwise", entry="x:Y"))
     try:
         code = main(["bench", "--task", "toy_stream", "--model", "tpr_rnn"])
     finally:
         REGISTRY._extra_tasks.pop("toy_stream")
     err = capsys.readouterr().err
     assert code == 2
-    assert ("tpr_rnn cannot run on toy_stream: tpr_rnn reads image/sequence/story; toy_stream gives stream "
-            "(no recurrent adapter reads stream)") in err
-    assert "models that fit toy_stream: none yet" in err
+    assert "tpr_rnn cannot run on toy_stream: tpr_rnn trains supervised; toy_stream is stepwise" in err
+    assert "models that fit toy_stream: stream_lstm, updater_extractor" in err
 
 
 def test_malformed_data_file_fails_with_its_line_before_a_run_exists(env, tmp_path):

@@ -53,10 +53,13 @@ PROTOCOLS = ("single", "curriculum")
 def _summary_line(run: Run, results: dict[str, Any]) -> str:
     metrics = results.get("metrics") or {}
     shown = "  ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items())
-                      if ("test" in k and k.endswith("/acc")) or k in ("eval/win_rate", "eval/episode_return"))
+                      if ("test" in k and k.endswith("/acc") and k.count("/") <= 2)
+                      or k in ("eval/win_rate", "eval/episode_return"))
     throughput = results.get("throughput") or {}
     rate_text = ""
-    if throughput.get("train/examples_per_s"):
+    if throughput.get("train/world_steps_per_s"):
+        rate_text = f"  {throughput['train/world_steps_per_s']:.0f} world-steps/s"
+    elif throughput.get("train/examples_per_s"):
         rate_text = f"  {throughput['train/examples_per_s']:.0f} train examples/s"
     elif throughput.get("env_steps_per_s"):
         rate_text = f"  {results.get('env_steps', 0):,} env steps at {throughput['env_steps_per_s']:.0f}/s"
@@ -71,6 +74,13 @@ def check_run_config(composed: Composed) -> None:
         from harness.runners.rl import check_rl_config
 
         check_rl_config(cfg)
+        return
+    if composed.task.kind == "stepwise":
+        if not cfg.stepwise.horizons:
+            raise UserError("stepwise.horizons is empty; give at least one rollout length, e.g. [10, 100]")
+        if cfg.stepwise.curriculum.enabled and cfg.stepwise.curriculum.start > cfg.stepwise.steps:
+            raise UserError(f"stepwise.curriculum.start ({cfg.stepwise.curriculum.start}) is longer than "
+                            f"stepwise.steps ({cfg.stepwise.steps}), the length it grows to")
         return
     if cfg.protocol.name == "curriculum":
         from harness.runners.curriculum import check_protocol_config
@@ -211,7 +221,7 @@ def _existing(run: Run, force: bool, composed: Composed) -> dict[str, Any] | Non
 def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None) -> int:
     """Run (or resume, or report) one composed configuration; returns the process exit code."""
     cfg = composed.cfg
-    if composed.task.kind not in ("supervised", "rl"):
+    if composed.task.kind not in ("supervised", "rl", "stepwise"):
         raise UserError(f"task kind '{composed.task.kind}' has no runner yet")
     check_run_config(composed)
     prepared = prepare_task(composed)
@@ -226,7 +236,13 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
         print("already completed (FORCE=1 retrains):")
         print(_summary_line(run, run.read_results()))
         return 0
-    build_before_start(composed, prepared)
+    if composed.kind == "stepwise":
+        from harness.runners.stepwise import build_stepwise
+
+        model_entry = composed.model.interfaces[composed.task.interface]
+        prepared.model = build_stepwise(prepared.task, model_entry, cfg, composed.task.name)
+    else:
+        build_before_start(composed, prepared)
     if prepared.loaded is not None:  # supervised single runs
         check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
         check_targets(prepared.loaded)
@@ -245,7 +261,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     exit_code = 1
     with terminate_as_interrupt():
         try:
-            summary = train(cfg, composed, prepared, run, tracker, results)
+            summary = _train(cfg, composed, prepared, run, tracker, results)
             results.update(summary, status="completed")
             exit_code = 0
         except DivergedError as exc:
@@ -271,6 +287,20 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
 
         write_after_run(run, composed, prepared.loaded)
     return exit_code
+
+
+def _train(cfg: Any, composed: Composed, prepared: Prepared, run: Run, tracker: Tracker,
+           results: dict[str, Any]) -> dict[str, Any]:
+    """The runner of the run's kind: stepwise here (its runner is all of its computing), the others through
+    :func:`harness.runners.build.train`."""
+    if composed.kind != "stepwise":
+        return train(cfg, composed, prepared, run, tracker, results)
+    from harness.runners.build import _device_description
+    from harness.runners.stepwise import train_stepwise
+
+    results.update(device=_device_description(), data_source=prepared.data.get("source"))
+    run.write_results(results)
+    return train_stepwise(cfg, prepared.task, prepared.model, run, tracker)
 
 
 def _finish(run: Run, results: dict[str, Any], wall_time_s: float) -> None:
