@@ -77,6 +77,8 @@ perf: $(STAMP)
 	@tail -n 1 bench/relations_models.log > bench/relations_models.json
 	$(BIN)/python -m tasks.pathfinder.bench_generator | tee bench/pathfinder_generator.log
 	@tail -n 1 bench/pathfinder_generator.log > bench/pathfinder_generator.json
+	$(BIN)/python -m harness.runners.bench_stepwise | tee bench/stepwise.log
+	@tail -n 1 bench/stepwise.log > bench/stepwise.json
 
 # Upload offline W&B runs (needs network and `wandb login`).
 sync: $(STAMP)

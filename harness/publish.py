@@ -3,7 +3,8 @@
 The reference store (``results/`` at the repository root) has the run store's layout,
 ``results/<task>/<model>/<run_id>/``, and holds the runs behind every number the README and the report's
 paper pages show. A published run keeps what a reader needs to trace and redraw its numbers (results.json,
-config.yaml, metrics.csv, analysis outputs, per-example predictions, and the same for each curriculum stage)
+config.yaml, metrics.csv, analysis outputs, per-example predictions, a stepwise run's long-rollout curve and
+pictures, and the same for each curriculum stage)
 and leaves out what only resuming needs (checkpoints, the W&B mirror, files set aside as damaged). The store
 has a size budget
 (:data:`BUDGET_BYTES`): a publication that would pass it is refused whole.
@@ -27,8 +28,8 @@ from harness.runs import Run, default_runs_dir
 
 RESULTS_DIR = PROJECT_ROOT / "results"
 BUDGET_BYTES = 30 * 1024**2
-KEPT_FILES = ("results.json", "config.yaml", "metrics.csv")
-KEPT_FOLDERS = ("analysis", "predictions")
+KEPT_FILES = ("results.json", "config.yaml", "metrics.csv", "rollout.csv")  # rollout.csv: stepwise runs
+KEPT_FOLDERS = ("analysis", "predictions", "pictures")
 PUBLISHABLE = ("completed", "diverged")
 
 

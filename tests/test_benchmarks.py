@@ -18,3 +18,15 @@ def test_agent_benchmark_reports_both_agents_and_their_ratio():
     figures = bench_agents.main(["--batch-sizes", "4", "--repeats", "1", "--warmup", "0", "--threads", "1"])
     assert set(figures["ms"]["4"]) == {"relational", "simplicial"}
     assert figures["ratio"]["4"] > 0
+
+
+def test_stepwise_benchmark_prints_one_json_line_per_run(capsys):
+    import json
+
+    from harness.runners import bench_stepwise
+
+    bench_stepwise.main(["--pairs", "lstm_recall/stream_lstm", "--cycles", "1", "--rollout", "20", "--threads", "1"])
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    pair = result["pairs"][0]
+    assert result["benchmark"] == "stepwise" and pair["pair"] == "lstm_recall/stream_lstm"
+    assert pair["train_world_steps_per_s"] > 0 and pair["rollout_steps"] == 20 and pair["rollout_s"] > 0

@@ -203,5 +203,5 @@ def test_data_command_writes_generated_files_and_rejects_unsupported_ids(env, tm
     done = run_cli(args, env)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "qa6_yes-no-questions_train.txt").exists()
-    bad = run_cli(["data", "babi", "--ids", "2", "--out", str(tmp_path)], env)
-    assert bad.returncode == 2 and "covers tasks 1, 6, 11, 12" in bad.stderr
+    bad = run_cli(["data", "babi", "--ids", "4", "--out", str(tmp_path)], env)
+    assert bad.returncode == 2 and "covers tasks 1, 2, 3, 6, 11, 12, 15, 16" in bad.stderr

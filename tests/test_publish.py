@@ -41,6 +41,19 @@ def test_publish_copies_a_completed_run_without_checkpoints(env, tmp_path, capsy
     assert [p.run_id for p in again] == [run.name] and len(list(store.glob("*/*/*/results.json"))) == 1
 
 
+def test_publish_keeps_a_stepwise_runs_rollout_and_pictures(env, tmp_path):
+    runs, store = tmp_path / "runs", tmp_path / "results"
+    args = ["bench", "--task", "game_of_life", "--model", "updater_extractor", "--profile", "smoke"]
+    assert main([*args, "--runs-dir", str(runs)]) == 0
+    (results,) = runs.glob("*/*/*/results.json")
+    assert [p.run_id for p in publish([str(results.parent)], runs, store)] == [results.parent.name]
+    copy = store / "game_of_life" / "updater_extractor" / results.parent.name
+    assert sorted(p.name for p in copy.iterdir()) == ["config.yaml", "metrics.csv", "pictures", "results.json",
+                                                      "rollout.csv"]
+    assert sorted(p.name for p in (copy / "pictures").iterdir()) == ["step_1.png", "step_10.png", "step_2.png",
+                                                                     "step_5.png"]
+
+
 def test_publish_refuses_unfinished_unknown_and_oversized(env, tmp_path):
     runs, store = tmp_path / "runs", tmp_path / "results"
     run = smoke_run(runs)

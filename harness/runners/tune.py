@@ -26,7 +26,7 @@ time (``sweeps/matrix_cpu.yaml``)::
       relations_game: [task.tasks=[between], train.threads=1]
     task_grid:                       # each cell of that task runs once per value
       babi: {task.babi_id: [1, 2]}
-    cell_time_cap_s: 600             # train.max_time_s / rl.max_time_s: the smaller of this and the profile's
+    cell_time_cap_s: 600             # train / rl / stepwise.max_time_s: the smaller of this and the profile's
 
 ``harness sweep FILE --cells 'babi/*,relations_game/lstm'`` runs only the cells that match.
 
@@ -305,7 +305,7 @@ def cell_overrides(sweep: Sweep, entry: str) -> list[str]:
     from harness.config import compose
 
     composed = compose(task, model, sweep.profile, overrides)
-    key = "rl.max_time_s" if composed.task.kind == "rl" else "train.max_time_s"
+    key = {"rl": "rl.max_time_s", "stepwise": "stepwise.max_time_s"}.get(composed.task.kind, "train.max_time_s")
     current = OmegaConf.select(composed.cfg, key)
     cap = float(sweep.cell_time_cap_s) if current is None else min(float(current), float(sweep.cell_time_cap_s))
     return [*overrides, f"{key}={cap:g}"]

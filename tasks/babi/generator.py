@@ -1,4 +1,7 @@
-"""A seeded, pure-Python generator for bAbI QA tasks 1, 6, 11 and 12 (Weston et al., 2015).
+"""A seeded, pure-Python generator for bAbI QA tasks 1, 2, 3, 6, 11, 12, 15 and 16 (Weston et al., 2015).
+
+This module holds tasks 1, 6, 11 and 12 and the public entry points; tasks 2 and 3 are in
+:mod:`tasks.babi.generator_objects`, tasks 15 and 16 in :mod:`tasks.babi.generator_logic`.
 
 The official bAbI tasks were produced by a Lua/Torch generator (facebookarchive/bAbI-tasks) that cannot
 be run here. This module is an independent reimplementation of the four tasks whose world is just four
@@ -61,9 +64,13 @@ from dataclasses import dataclass, field
 GENERATOR_VERSION = 1  # bump when the same (task, seed, counts) would give other files: cached data and run ids move
 SUPPORTED_TASKS: dict[int, str] = {
     1: "single-supporting-fact",
+    2: "two-supporting-facts",
+    3: "three-supporting-facts",
     6: "yes-no-questions",
     11: "basic-coreference",
     12: "conjunction",
+    15: "basic-deduction",
+    16: "basic-induction",
 }
 
 ACTORS: tuple[str, ...] = ("Mary", "John", "Sandra", "Daniel")
@@ -225,6 +232,7 @@ def _ask_yes_no(story: _Story, rng: random.Random, actor: str) -> None:
 
 _Step = Callable[[_Story, random.Random], None]
 _Ask = Callable[[_Story, random.Random, str], None]
+_StoryMaker = Callable[[random.Random, int], list[str]]  # (rng, questions in this story) -> the story's lines
 
 _RECIPES: dict[int, tuple[_Step, _Ask]] = {
     1: (_block_single, _ask_where),
@@ -259,20 +267,40 @@ def _generate_story(babi_id: int, rng: random.Random, n_questions: int) -> list[
     return story.lines
 
 
+def _story_maker(babi_id: int) -> tuple[_StoryMaker, int]:
+    """The story function of a task and the number of questions its stories hold."""
+    # imported here: those modules take their word lists from this one
+    if babi_id in (2, 3):
+        from tasks.babi.generator_objects import object_story
+
+        return (lambda rng, n: object_story(babi_id, rng, n)), QUESTIONS_PER_STORY
+    if babi_id == 15:
+        from tasks.babi.generator_logic import DEDUCTION_QUESTIONS, deduction_story
+
+        return deduction_story, DEDUCTION_QUESTIONS
+    if babi_id == 16:
+        from tasks.babi.generator_logic import INDUCTION_QUESTIONS, induction_story
+
+        return induction_story, INDUCTION_QUESTIONS
+    return (lambda rng, n: _generate_story(babi_id, rng, n)), QUESTIONS_PER_STORY
+
+
 def generate_stories(babi_id: int, n_questions: int, seed: int) -> list[str]:
     """Lines (each ending with '\\n') of whole stories in the official format, with exactly ``n_questions``
-    question lines. Stories hold five questions; when ``n_questions`` is not a multiple of five, the last
-    story ends right after the ``n_questions``-th question line. Same arguments -> same lines.
+    question lines. Stories hold five questions (task 15: four, task 16: one); when ``n_questions`` is not a
+    multiple of that, the last story ends right after the ``n_questions``-th question line. Same arguments ->
+    same lines.
     """
     _check_task(babi_id)
     if n_questions < 0:
         raise ValueError(f"n_questions must be >= 0, got {n_questions}")
+    make_story, per_story = _story_maker(babi_id)
     rng = random.Random(seed)
     lines: list[str] = []
     remaining = n_questions
     while remaining > 0:
-        in_story = min(QUESTIONS_PER_STORY, remaining)
-        lines.extend(_generate_story(babi_id, rng, in_story))
+        in_story = min(per_story, remaining)
+        lines.extend(make_story(rng, in_story))
         remaining -= in_story
     return lines
 
