@@ -400,6 +400,16 @@ def _dead_floor(run: RunRecord, floor: dict[str, Any]) -> str:
     return ", ".join(f"{step:,}: {100 * curve[str(step)]:.1f}" for step in dict.fromkeys(steps) if str(step) in curve)
 
 
+def _model_size(run: RunRecord) -> str:
+    """The Updater-Extractor's sizes (Appendix B's terms), so that runs of one task at other sizes are told apart."""
+    if run.model != "updater_extractor":
+        return run.model
+    size = {key: cfg_get(run.config, f"model.{key}")
+            for key in ("d_model", "tokens", "updater_layers", "extractor_layers", "ff_size")}
+    return f"{run.model} (width {size['d_model']}, {size['tokens']} tokens, {size['updater_layers']} + " \
+           f"{size['extractor_layers']} layers, feed-forward {size['ff_size']})"
+
+
 def world_state_section(runs: list[RunRecord], papers: list[PaperSpec],
                         results_dir: Path = RESULTS_DIR) -> list[str]:
     recall = sorted((run for run in runs if run.task == "lstm_recall" and run.status == "completed"),
@@ -413,7 +423,7 @@ def world_state_section(runs: list[RunRecord], papers: list[PaperSpec],
                    key=lambda run: (run.task, _world_setting(run), natural_key(run.run_id)))
     floor_path = results_dir / GAME_OF_LIFE_FLOOR
     floor = json.loads(floor_path.read_text()) if floor_path.exists() else {}
-    world_rows = [[run.task, _world_setting(run), run.model, str(run.profile),
+    world_rows = [[run.task, _world_setting(run), _model_size(run), str(run.profile),
                    _mean_sd(_values([run], "test/acc")), _mean_sd(_values([run], "test/final/acc")),
                    _groups_at_test(run), _rollout(run), _dead_floor(run, floor), _world_training(run),
                    _minutes([run]), _ids([run])]

@@ -57,12 +57,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pairs", default=",".join(PAIRS), help="task/model pairs, comma-separated")
     args = parser.parse_args(argv)
     results = []
-    print(f"{'pair':<36}{'world-steps/s':>15}{'rollout':>22}")
+    print(f"{'pair':<36}{'world-steps/s':>15}  {'rollout':>26}")
     for pair in args.pairs.split(","):
         result = measure(pair, args.cycles, args.rollout, args.threads)
         results.append(result)
         rollout = f"{result['rollout_steps']:,} x {result['rollout_worlds']} in {result['rollout_s']:.1f} s"
-        print(f"{pair:<36}{result['train_world_steps_per_s']:>15,.0f}{rollout:>22}", flush=True)
+        print(f"{pair:<36}{result['train_world_steps_per_s']:>15,.0f}  {rollout:>26}", flush=True)
     print(json.dumps({"benchmark": "stepwise", "threads": args.threads, "pairs": results}))
 
 
