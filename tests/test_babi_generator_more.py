@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tasks.babi.generator import SUPPORTED_TASKS, file_name, generate_stories, write_dataset
+from tests.test_babi_generator import Line  # one parsed line of the official format
 
 NEW_TASKS = (2, 3, 15, 16)
 PER_STORY = {2: 5, 3: 5, 15: 4, 16: 1}
@@ -54,18 +55,6 @@ WHAT_COLOR = re.compile(r"^What color is (Lily|Bernhard|Greg|Julius|Brian)\?$")
 
 STATEMENT_LINE = re.compile(r"^(\d+) ([^\t?]+)\.\n$")
 QUESTION_LINE = re.compile(r"^(\d+) ([^\t]+\?)( ?)\t([a-z]+)\t(\d+(?: \d+)*)\n$")
-
-
-@dataclass
-class Line:
-    id: int
-    text: str
-    answer: str | None = None
-    support: tuple[int, ...] = ()
-
-    @property
-    def is_question(self) -> bool:
-        return self.answer is not None
 
 
 def parse(lines: list[str], space_before_tab: bool) -> list[list[Line]]:
