@@ -353,6 +353,21 @@ def _rollout(run: RunRecord, group: str | None = None) -> str:
                      if run.metric(f"rollout/step_{step}/{name}") is not None) or "–"
 
 
+def _world_rollout(run: RunRecord) -> str:
+    """:func:`_rollout` preceded by the rollout's first steps and its training length (from ``rollout.csv``), where a
+    model that learned one step of the dynamics but not to repeat it shows (Game of Life: step 2 right, step 3 no
+    better than answering "dead")."""
+    early = ""
+    curve = run.rollout
+    if curve is not None and "acc" in curve.columns:
+        wanted = dict.fromkeys([*EARLY_STEPS, int(cfg_get(run.config, "stepwise.steps"))])
+        found = {int(step): float(acc) for step, acc in zip(curve["step"], curve["acc"], strict=True)
+                 if int(step) in wanted}
+        early = ", ".join(f"{step:,}: {100 * found[step]:.1f}" for step in wanted if step in found)
+    later = _rollout(run)
+    return ", ".join(part for part in (early, later) if part and part != "–") or "–"
+
+
 def _world_training(run: RunRecord) -> str:
     """Cycles, worlds and steps of a stepwise run (with its curriculum's start and the length it reached), and its
     training throughput."""
@@ -367,7 +382,19 @@ def _world_training(run: RunRecord) -> str:
         + (f", {rate:,.0f} world-steps/s" if rate else "")
 
 
+def _rollout_time(run: RunRecord) -> str:
+    """How long the run's longest rollout took (``results.json``'s ``rollout``), on how many torch threads."""
+    rollout = run.results.get("rollout") or {}
+    seconds, steps, worlds = rollout.get("seconds"), rollout.get("longest"), rollout.get("worlds")
+    if not isinstance(seconds, int | float) or not steps or not worlds:
+        return "–"
+    threads = cfg_get(run.config, "stepwise.threads")
+    return f"{int(steps):,} steps x {int(worlds)} worlds in {seconds:.0f} s" \
+        + (f" ({threads} thread{'s' if threads != 1 else ''})" if threads else "")
+
+
 WORLD_TASKS = ("game_of_life", "world_of_numbers")
+EARLY_STEPS = (1, 2)  # the rollout's first steps shown beside its horizons (with the training length)
 STREAM_TASKS = ("lstm_recall", *WORLD_TASKS)  # every run of these goes in the world-state tables
 
 
@@ -396,7 +423,8 @@ def _dead_floor(run: RunRecord, floor: dict[str, Any]) -> str:
     curve = (floor.get("dead_share") or {}).get(str(cfg_get(run.config, "task.interventions")))
     if run.task != "game_of_life" or not curve:
         return "–"
-    steps = [int(cfg_get(run.config, "stepwise.steps")), *(int(h) for h in cfg_get(run.config, "stepwise.horizons"))]
+    steps = [*EARLY_STEPS, int(cfg_get(run.config, "stepwise.steps")),
+             *(int(h) for h in cfg_get(run.config, "stepwise.horizons"))]
     return ", ".join(f"{step:,}: {100 * curve[str(step)]:.1f}" for step in dict.fromkeys(steps) if str(step) in curve)
 
 
@@ -425,11 +453,12 @@ def world_state_section(runs: list[RunRecord], papers: list[PaperSpec],
     floor = json.loads(floor_path.read_text()) if floor_path.exists() else {}
     world_rows = [[run.task, _world_setting(run), _model_size(run), str(run.profile),
                    _mean_sd(_values([run], "test/acc")), _mean_sd(_values([run], "test/final/acc")),
-                   _groups_at_test(run), _rollout(run), _dead_floor(run, floor), _world_training(run),
-                   _minutes([run]), _ids([run])]
+                   _groups_at_test(run), _world_rollout(run), _dead_floor(run, floor), _rollout_time(run),
+                   _world_training(run), _minutes([run]), _ids([run])]
                   for run in world]
     world_header = ["task", "setting", "model", "profile", "test acc % (all steps)", "at the last training step",
-                    "per query group", "rollout acc % at step", "'all dead' answers % at step", "training",
+                    "per query group", "rollout acc % at step", "'all dead' answers % at step",
+                    "longest rollout took", "training",
                     "wall time", "run"]
     return ["### World-state tracking: Experiment 0, LSTM recall (Moskvichev & Liu 2021, §7.1)", "",
             "Single-layer LSTM (hidden 64), trained step by step (Algorithm 1: the state enters each step without "

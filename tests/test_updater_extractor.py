@@ -15,7 +15,7 @@ from models.adapters.sequence_readers import TokenSequenceModel
 from models.updater_extractor.core import UpdaterExtractorCore
 from models.updater_extractor.embedding import FieldEmbedding
 from models.updater_extractor.stream_lstm import StreamLSTM
-from models.updater_extractor.updater_extractor import UpdaterExtractor
+from models.updater_extractor.updater_extractor import POSITIONS, UpdaterExtractor, used_instructions
 
 INFO: dict[str, Any] = {"instruction_fields": [4, 4, 2], "query_fields": [4, 4], "num_answers": 2,
                         "query_groups": ["repeat", "recall"], "max_instructions": 5, "max_queries": 3}
@@ -24,7 +24,7 @@ B, N, Q = 3, INFO["max_instructions"], INFO["max_queries"]  # batch, instruction
 
 def ue_cfg(**changes: Any) -> Any:
     base = {"name": "updater_extractor", "d_model": 16, "heads": 2, "updater_layers": 1, "extractor_layers": 1,
-            "ff_size": 32, "tokens": 4, "field_size": 8, "dropout": 0.0, "chunk_size": 3}
+            "ff_size": 32, "tokens": 4, "field_size": 8, "dropout": 0.0, "chunk_size": 3, "positions": "state"}
     return OmegaConf.create({**base, **changes})
 
 
@@ -71,8 +71,9 @@ def test_field_embedding_shape() -> None:
     assert embed(torch.zeros(2, 0, 3, dtype=torch.long)).shape == (2, 0, 16)
 
 
-def test_shapes_of_every_method(gen: torch.Generator) -> None:
-    model = UpdaterExtractor(ue_cfg(), INFO)
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_shapes_of_every_method(positions: str, gen: torch.Generator) -> None:
+    model = UpdaterExtractor(ue_cfg(positions=positions), INFO)
     state = model.initial_state(B)
     assert state.shape == (B, 4, 16)
     step = random_step(gen)
@@ -88,8 +89,9 @@ def test_empty_instruction_set_gives_finite_outputs(gen: torch.Generator) -> Non
     assert torch.isfinite(state).all() and torch.isfinite(model.extract(state, step)).all()
 
 
-def test_masked_instructions_do_not_change_the_state(gen: torch.Generator) -> None:
-    model = UpdaterExtractor(ue_cfg(), INFO)
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_masked_instructions_do_not_change_the_state(positions: str, gen: torch.Generator) -> None:
+    model = UpdaterExtractor(ue_cfg(positions=positions), INFO)
     mask = torch.ones(B, N, dtype=torch.bool)
     mask[:, 2:] = False
     step = random_step(gen, instruction_mask=mask)
@@ -99,8 +101,27 @@ def test_masked_instructions_do_not_change_the_state(gen: torch.Generator) -> No
     torch.testing.assert_close(model.update(state, replace(step, instructions=changed)), model.update(state, step))
 
 
-def test_queries_are_independent(gen: torch.Generator) -> None:
-    model = UpdaterExtractor(ue_cfg(), INFO)
+@pytest.mark.parametrize("real", [0, 1, 3, N])
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_unused_padding_slots_are_dropped_without_changing_the_state(positions: str, real: int,
+                                                                     gen: torch.Generator) -> None:
+    """update() drops the trailing slots no world uses; the Updater over the whole padded set agrees."""
+    model = UpdaterExtractor(ue_cfg(positions=positions), INFO)
+    mask = torch.zeros(B, N, dtype=torch.bool)
+    mask[0, :real] = True  # one world tells `real` instructions, the others fewer
+    mask[1, : real // 2] = True
+    step = random_step(gen, instruction_mask=mask)
+    told, kept = used_instructions(step.instructions, step.instruction_mask)
+    assert told.shape == (B, real, 3) and kept.shape == (B, real)
+    state = model.update(model.initial_state(B), step)  # warm state, then the step under test
+    world, positions = model.world.read(state)
+    padded = model.updater(world, model.embed_instructions(step.instructions), mask, positions)
+    torch.testing.assert_close(model.update(state, step), padded)
+
+
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_queries_are_independent(positions: str, gen: torch.Generator) -> None:
+    model = UpdaterExtractor(ue_cfg(positions=positions), INFO)
     step = random_step(gen)
     state = model.update(model.initial_state(B), step)
     logits = model.extract(state, step)
@@ -113,8 +134,9 @@ def test_queries_are_independent(gen: torch.Generator) -> None:
     assert not torch.allclose(changed[:, 1:], logits[:, 1:])
 
 
-def test_state_stays_finite_over_1000_updates(gen: torch.Generator) -> None:
-    model = UpdaterExtractor(ue_cfg(), INFO).eval()
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_state_stays_finite_over_1000_updates(positions: str, gen: torch.Generator) -> None:
+    model = UpdaterExtractor(ue_cfg(positions=positions), INFO).eval()
     state = model.initial_state(B)
     with torch.no_grad():
         for _ in range(1000):
@@ -122,8 +144,9 @@ def test_state_stays_finite_over_1000_updates(gen: torch.Generator) -> None:
         assert torch.isfinite(state).all() and torch.isfinite(model.extract(state, random_step(gen))).all()
 
 
-def test_gradient_reaches_the_updater_and_the_field_embeddings(gen: torch.Generator) -> None:
-    model = UpdaterExtractor(ue_cfg(), INFO)
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_gradient_reaches_the_updater_and_the_field_embeddings(positions: str, gen: torch.Generator) -> None:
+    model = UpdaterExtractor(ue_cfg(positions=positions), INFO)
     step = random_step(gen, instruction_mask=torch.ones(B, N, dtype=torch.bool))
     model.extract(model.update(model.initial_state(B), step), step).sum().backward()
     for name in ("updater.layers.0.cross_attn.in_proj_weight", "updater.layers.0.self_attn.in_proj_weight",
@@ -170,9 +193,10 @@ def test_stream_lstm_rejects_unknown_extractor() -> None:
         StreamLSTM(lstm_cfg("attention"), INFO)
 
 
-def test_core_reads_ragged_sequences_in_chunks() -> None:
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_core_reads_ragged_sequences_in_chunks(positions: str) -> None:
     torch.manual_seed(0)
-    core = UpdaterExtractorCore(ue_cfg())
+    core = UpdaterExtractorCore(ue_cfg(positions=positions))
     assert core.in_dim == core.out_dim == 16
     lengths = torch.tensor([10, 4, 1])
     x = torch.randn(3, 10, 16)  # [B, T, D]
@@ -217,3 +241,25 @@ def test_both_specs_load() -> None:
     assert lstm.interfaces == {"stream": "models.updater_extractor.stream_lstm:StreamLSTM"}
     assert lstm.config["optim"] == {"name": "adamw", "lr": 1.0e-4}
     assert lstm.config["model"]["hidden_size"] == 64
+
+
+def test_attention_positions_stay_out_of_the_state(gen: torch.Generator) -> None:
+    """model.positions=attention: P moves where each token attends, never what the state holds: with every
+    attention made uniform (zero query/key projections), P has no effect at all; with 'state' it does."""
+    step = random_step(gen)
+    for positions, moves in (("attention", False), ("state", True)):
+        model = UpdaterExtractor(ue_cfg(positions=positions), INFO)
+        with torch.no_grad():
+            for module in model.modules():
+                if isinstance(module, torch.nn.MultiheadAttention):
+                    module.in_proj_weight[: 2 * module.embed_dim] = 0  # queries and keys: uniform attention
+            state = model.update(model.initial_state(B), step)
+            logits = model.extract(state, step)
+            model.world.positions.add_(torch.randn_like(model.world.positions))
+            moved = model.extract(model.update(model.initial_state(B), step), step)
+        assert torch.allclose(moved, logits) is not moves, positions
+
+
+def test_unknown_positions_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="model.positions must be one of state, attention"):
+        UpdaterExtractor(ue_cfg(positions="rotary"), INFO)

@@ -60,7 +60,9 @@ class UpdaterExtractorCore(nn.Module):
         last = int(used.max()) + 1 if used.numel() else 0  # chunks after this one are padding for every row
         state = self.world.start(batch)  # [B, S, D]
         for k in range(last):
-            new = self.updater(self.world.read(state), e[:, k], real[:, k])  # [B, S, D]
+            world, positions = self.world.read(state)
+            new = self.updater(world, e[:, k], real[:, k], positions)  # [B, S, D]
             state = torch.where(active[:, k, None, None], new, state)
         query = self.class_query.expand(batch, 1, -1)  # [B, 1, D]
-        return self.extractor(query, self.world.read(state))[:, 0]  # [B, D]
+        world, positions = self.world.read(state)
+        return self.extractor(query, world, positions)[:, 0]  # [B, D]

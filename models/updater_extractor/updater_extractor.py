@@ -55,6 +55,10 @@ class DecoderLayer(nn.Module):
         x = x + SelfAttn(LN(x))                    (if self_attention)
         x = x + CrossAttn(LN(x), context)          context [B, K, D], padding [B, K] True = ignore
         x = x + FF(LN(x))                          Linear(D, ff) -> ReLU -> Linear(ff, D)
+
+    ``positions`` [N, D] (of x's tokens) and ``context_positions`` [K, D], when given, are added to the
+    attention's queries and keys only, never to its values or the residual stream (``model.positions:
+    attention``, see :class:`WorldTokens`).
     """
 
     def __init__(self, d_model: int, heads: int, ff_size: int, dropout: float, self_attention: bool) -> None:
@@ -70,29 +74,54 @@ class DecoderLayer(nn.Module):
         self.norm_ff = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, context: torch.Tensor, padding: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, context: torch.Tensor, padding: torch.Tensor | None = None,
+                positions: torch.Tensor | None = None, context_positions: torch.Tensor | None = None) -> torch.Tensor:
         if self.self_attn is not None and self.norm_self is not None:
             h = self.norm_self(x)  # [B, N, D]
-            x = x + self.dropout(self.self_attn(h, h, h, need_weights=False)[0])
+            located = h if positions is None else h + positions
+            x = x + self.dropout(self.self_attn(located, located, h, need_weights=False)[0])
         h = self.norm_cross(x)
-        x = x + self.dropout(self.cross_attn(h, context, context, key_padding_mask=padding, need_weights=False)[0])
+        query = h if positions is None else h + positions
+        keys = context if context_positions is None else context + context_positions
+        x = x + self.dropout(self.cross_attn(query, keys, context, key_padding_mask=padding, need_weights=False)[0])
         return x + self.dropout(self.ff(self.norm_ff(x)))  # [B, N, D]
 
 
-class WorldTokens(nn.Module):
-    """The world state's learned initial value w_0 and the positional embeddings of its tokens."""
+POSITIONS = ("state", "attention")
 
-    def __init__(self, tokens: int, d_model: int) -> None:
+
+class WorldTokens(nn.Module):
+    """The world state's learned initial value w_0 and the positional embeddings P of its tokens.
+
+    ``model.positions`` says where P enters (§4.1 only says the state is "a sequence of tokens with positional
+    embeddings"):
+
+    * ``state``: P is added to the state wherever it is read, so the Updater's residual stream carries it and
+      it is normalised into w_t with everything else; a state rolled forward then holds P once more after each
+      step, which shifts it from step to step.
+    * ``attention``: P is added to the queries and keys of every attention that reads the world tokens (their
+      self-attention and cross-attention queries in the Updater, the Extractor's keys), as in DETR (Carion et
+      al. 2020, §3.2); the state itself holds content only, so step t + 1 reads w_t in the same form as step t
+      read w_{t-1}.
+    """
+
+    def __init__(self, tokens: int, d_model: int, positions: str = "state") -> None:
         super().__init__()
+        if positions not in POSITIONS:
+            raise ValueError(f"model.positions must be one of {', '.join(POSITIONS)}, not {positions!r}")
+        self.mode = positions
         self.initial = nn.Parameter(torch.randn(tokens, d_model) * 0.02)  # w_0 [S, D]
         self.positions = nn.Parameter(torch.randn(tokens, d_model) * 0.02)  # P [S, D]
 
     def start(self, batch_size: int) -> torch.Tensor:
         return self.initial.unsqueeze(0).expand(batch_size, -1, -1)  # [B, S, D]
 
-    def read(self, state: torch.Tensor) -> torch.Tensor:
-        """The state as the Updater and the Extractor see it: with its tokens' positions added."""
-        return state + self.positions  # [B, S, D]
+    def read(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The state as the Updater and the Extractor see it, and the positions their attentions add to it:
+        (state + P, None) or (state, P)."""
+        if self.mode == "attention":
+            return state, self.positions  # [B, S, D], [S, D]
+        return state + self.positions, None  # [B, S, D]
 
 
 class Updater(nn.Module):
@@ -107,7 +136,8 @@ class Updater(nn.Module):
                                     for _ in range(layers))
         self.norm = nn.LayerNorm(d_model)
 
-    def forward(self, world: torch.Tensor, instructions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, world: torch.Tensor, instructions: torch.Tensor, mask: torch.Tensor,
+                positions: torch.Tensor | None = None) -> torch.Tensor:
         batch = world.shape[0]
         context = torch.cat([self.no_instruction.expand(batch, 1, -1).to(instructions.dtype), instructions],
                             dim=1)  # [B, 1 + I, D]
@@ -115,7 +145,7 @@ class Updater(nn.Module):
         padding = ~torch.cat([always, mask.bool()], dim=1)  # [B, 1 + I] True = ignore
         x = world
         for layer in self.layers:
-            x = layer(x, context, padding)
+            x = layer(x, context, padding, positions=positions)
         return self.norm(x)  # [B, S, D]
 
 
@@ -129,10 +159,11 @@ class Extractor(nn.Module):
                                     for _ in range(layers))
         self.norm = nn.LayerNorm(d_model)
 
-    def forward(self, queries: torch.Tensor, world: torch.Tensor) -> torch.Tensor:
+    def forward(self, queries: torch.Tensor, world: torch.Tensor,
+                world_positions: torch.Tensor | None = None) -> torch.Tensor:
         x = queries
         for layer in self.layers:
-            x = layer(x, world)
+            x = layer(x, world, context_positions=world_positions)
         return self.norm(x)  # [B, Q, D]
 
 
@@ -142,9 +173,23 @@ def blocks_from_config(cfg: Any) -> tuple[WorldTokens, Updater, Extractor]:
     d_model, heads = int(cfg.d_model), int(cfg.heads)
     check_heads(d_model, heads)
     ff_size, dropout = int(cfg.ff_size), float(cfg.dropout)
-    return (WorldTokens(int(cfg.tokens), d_model),
+    return (WorldTokens(int(cfg.tokens), d_model, str(cfg.get("positions", "state"))),
             Updater(d_model, heads, int(cfg.updater_layers), ff_size, dropout),
             Extractor(d_model, heads, int(cfg.extractor_layers), ff_size, dropout))
+
+
+def used_instructions(instructions: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The instruction slots up to the last one that some world of the batch uses: ([B, I', F], [B, I']).
+
+    A task pads every step's instruction set to ``max_instructions`` (World of Numbers: 500, for its first
+    step; the Game of Life: 64, for its first step), while most steps tell far fewer (0..75; nothing at all).
+    Padding slots are masked out of the Updater's cross-attention, so they get zero attention weight and
+    dropping them changes nothing but the cost: a 10,000-step rollout no longer embeds and attends to
+    hundreds of empty slots at every step.
+    """
+    used = mask.any(dim=0).nonzero()  # [n, 1] slots real in at least one world
+    width = int(used.max()) + 1 if used.numel() else 0
+    return instructions[:, :width], mask[:, :width]
 
 
 class UpdaterExtractor(nn.Module):
@@ -163,9 +208,12 @@ class UpdaterExtractor(nn.Module):
         return self.world.start(batch_size)  # w_0 [B, S, D]
 
     def update(self, state: torch.Tensor, step: StreamStep) -> torch.Tensor:
-        instructions = self.embed_instructions(step.instructions)  # [B, I, D]
-        return self.updater(self.world.read(state), instructions, step.instruction_mask)  # w_t [B, S, D]
+        told, mask = used_instructions(step.instructions, step.instruction_mask)  # [B, I', F], [B, I']
+        instructions = self.embed_instructions(told)  # [B, I', D]
+        world, positions = self.world.read(state)
+        return self.updater(world, instructions, mask, positions)  # w_t [B, S, D]
 
     def extract(self, state: torch.Tensor, step: StreamStep) -> torch.Tensor:
         queries = self.embed_queries(step.queries)  # [B, Q, D]
-        return self.answer(self.extractor(queries, self.world.read(state)))  # [B, Q, num_answers]
+        world, positions = self.world.read(state)
+        return self.answer(self.extractor(queries, world, positions))  # [B, Q, num_answers]
