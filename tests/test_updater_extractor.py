@@ -114,8 +114,8 @@ def test_unused_padding_slots_are_dropped_without_changing_the_state(positions: 
     told, kept = used_instructions(step.instructions, step.instruction_mask)
     assert told.shape == (B, real, 3) and kept.shape == (B, real)
     state = model.update(model.initial_state(B), step)  # warm state, then the step under test
-    world, positions = model.world.read(state)
-    padded = model.updater(world, model.embed_instructions(step.instructions), mask, positions)
+    world, world_positions = model.world.read(state)
+    padded = model.updater(world, model.embed_instructions(step.instructions), mask, world_positions)
     torch.testing.assert_close(model.update(state, step), padded)
 
 
