@@ -235,7 +235,7 @@ MISTAKES: list[Mistake] = [
     Mistake("train.monitor=val/nope", (*BABI, "train.monitor=val/nope"), "'val/nope' is not one of val/acc, val/loss"),
     Mistake("optim.name=adagrad", (*BABI, "optim.name=adagrad"), "'adagrad' is not one of adam, adamw"),
     Mistake("model.memory=sparse", (*BABI, "--model", "tpr_rnn", "model.memory=sparse"),
-            "'sparse' is not one of factored, dense"),
+            "'sparse' is not one of parallel, factored, dense"),
     Mistake("protocol.name=x", (*BABI, "protocol.name=x"), "'x' is not one of single, curriculum"),
     Mistake("rl.algorithm=x", (*CARTPOLE, "rl.algorithm=x"), "'x' is not one of impala, ppo"),
     Mistake("tracking.tags not a list", (*BABI, "tracking.tags=notalist"), "'notalist' is not a list"),

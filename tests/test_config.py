@@ -36,7 +36,7 @@ def test_run_id_is_stable_and_follows_the_config():
         ("train.max_time_s=abc", "bad value for 'train.max_time_s' (command line): 'abc' is not a float >= 0"),
         ("train.batch_size=0", "bad value for 'train.batch_size' (command line): 0 is not an int >= 1"),
         ("train.monitor=val/nope", "'val/nope' is not one of val/acc, val/loss"),
-        ("model.memory=sparse", "'sparse' is not one of factored, dense"),
+        ("model.memory=sparse", "'sparse' is not one of parallel, factored, dense"),
         ("optim.name=adagrad", "'adagrad' is not one of adam, adamw"),
         ("data.fingerprint=abc", "'data.fingerprint' is set by the harness"),
         ("train=3", "it is a section"),

@@ -24,8 +24,8 @@ from tasks.boxworld.draws import Draws
 from tasks.boxworld.level import GEM, N_COLOURS, Box, Level, code_palette, layout
 from tasks.boxworld.palette import CLASSIC_BACKGROUND, CLASSIC_BORDER, CLASSIC_HUES, GEM_RGB, N_HUES
 
-_DISTRACTOR_COLOURS_END = 19  # pycolab: range(L + 1, MAX_NUM_KEYS = 20)
-_MAX_PLACEMENTS = 200
+DISTRACTOR_COLOURS_END = 19  # pycolab: range(L + 1, MAX_NUM_KEYS = 20)
+MAX_PLACEMENTS = 200
 
 
 def sample_problem(draws: Draws, cfg: BoxWorldConfig) -> tuple[int, int, int, list[tuple[int, int]]]:
@@ -39,11 +39,11 @@ def sample_problem(draws: Draws, cfg: BoxWorldConfig) -> tuple[int, int, int, li
         for _ in range(cfg.distractor_length):
             content = lock
             while content == lock:
-                content = draws.between(length + 1, _DISTRACTOR_COLOURS_END)
+                content = draws.between(length + 1, DISTRACTOR_COLOURS_END)
             pairs.append((lock, content))
             lock = content
     for _ in range(n_backward):
-        pairs.append((draws.between(length + 1, _DISTRACTOR_COLOURS_END), draws.between(1, length)))
+        pairs.append((draws.between(length + 1, DISTRACTOR_COLOURS_END), draws.between(1, length)))
     return length, n_forward, n_backward, pairs
 
 
@@ -82,7 +82,7 @@ def check_fits(cfg: BoxWorldConfig) -> None:
     generator, up to 200 placements), so that a bad configuration fails at construction, not mid-training."""
     boxes = cfg.solution_length[1] + cfg.num_distractors[1] * cfg.distractor_length + cfg.num_backward[1]
     draws = Draws(np.random.default_rng(0))
-    if not any(_place(draws, cfg.n, [False] + [True] * boxes) for _ in range(_MAX_PLACEMENTS)):
+    if not any(_place(draws, cfg.n, [False] + [True] * boxes) for _ in range(MAX_PLACEMENTS)):
         raise ValueError(f"up to {boxes + 1} boxes (gem box, loose key and distractors) do not fit in a "
                          f"{cfg.n} x {cfg.n} room; use a larger n or fewer boxes")
 
@@ -92,7 +92,7 @@ def generate_classic(rng: np.random.Generator, cfg: BoxWorldConfig) -> Level:
     draws = Draws(rng)
     length, n_forward, n_backward, pairs = sample_problem(draws, cfg)
     n = cfg.n
-    for _ in range(_MAX_PLACEMENTS):
+    for _ in range(MAX_PLACEMENTS):
         anchors = _place(draws, n, [lock != 0 for lock, _ in pairs])
         if anchors is not None:
             break

@@ -93,12 +93,18 @@ def layout(height: int, width: int, board: tuple[int, int, int, int], boxes: tup
 
 def code_palette(colours: np.ndarray, empty_rgb: np.ndarray, wall_rgb: np.ndarray) -> np.ndarray:
     """uint8 [N_CODES, 3]: EMPTY, WALL, then keys and locks of colours 0..20 (a key and its lock look alike)."""
-    palette = np.empty((N_CODES, 3), dtype=np.uint8)
-    palette[EMPTY] = empty_rgb
-    palette[WALL] = wall_rgb
-    palette[KEY0:LOCK0] = colours
-    palette[LOCK0:] = colours
+    palette = code_palettes(colours[None], empty_rgb, wall_rgb)[0]
     palette.setflags(write=False)
+    return palette
+
+
+def code_palettes(colours: np.ndarray, empty_rgb: np.ndarray, wall_rgb: np.ndarray) -> np.ndarray:
+    """uint8 [k, N_CODES, 3] from colours [k, N_COLOURS, 3]: ``code_palette`` of k levels at once."""
+    palette = np.empty((len(colours), N_CODES, 3), dtype=np.uint8)
+    palette[:, EMPTY] = empty_rgb
+    palette[:, WALL] = wall_rgb
+    palette[:, KEY0:LOCK0] = colours
+    palette[:, LOCK0:] = colours
     return palette
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from tasks.boxworld.classic import DELTAS, NO_KEY
-from tasks.boxworld.level import EMPTY, GEM, KEY0, LOCK0, Level, move_table
+from tasks.boxworld.level import EMPTY, GEM, KEY0, LOCK0, move_table
+from tasks.boxworld.level_batch import LevelBatch
 from tasks.boxworld.palette import CLASSIC_BACKGROUND, CLASSIC_BORDER, CLASSIC_PLAYER
 from tasks.boxworld.rules_base import BatchedRules
 
@@ -20,6 +21,8 @@ class ClassicRules(BatchedRules):
     """Per-board state: cell codes int8 [B, N], distractor locks bool [B, N], player cell [B], held key [B]."""
 
     info_keys = ("puzzle_type", "solution_length", "num_distractors", "num_backward")
+    player_rgb = CLASSIC_PLAYER
+    empty_rgb = CLASSIC_BACKGROUND
 
     def __init__(self, num_envs: int, n: int) -> None:
         self.height = self.width = size = n + 2
@@ -27,24 +30,26 @@ class ClassicRules(BatchedRules):
         super().__init__(num_envs, cells)
         self.distractor = np.zeros((num_envs, cells), dtype=np.bool_)  # [B, N]
         self.held = np.full(num_envs, NO_KEY, dtype=np.int64)  # [B] colour, -1 = none
-        self.moves = np.array(move_table(size, size, (1, 1, n, n), DELTAS), dtype=np.int64).reshape(cells, 4)
+        self.moves = np.array(move_table(size, size, (1, 1, n, n), DELTAS), dtype=np.int64)  # [N * 4]
 
-    def load(self, b: int, level: Level) -> None:
-        """Board b starts ``level`` (the env has already drawn its tiles)."""
-        self.cells[b] = level.cells
-        self.distractor[b] = False
-        for box in level.boxes:
-            if box.distractor:
-                self.distractor[b, level.index(box.lock_cells[0])] = True
-        self.pos[b] = level.index(level.player)
-        self.held[b] = NO_KEY
-        self.flat[b, self.pos[b]] = CLASSIC_PLAYER
+    def encode(self, batch: LevelBatch) -> dict[str, np.ndarray]:
+        """Start state of k levels, plus their distractor lock cells bool [k, N]."""
+        state = super().encode(batch)
+        distractor = np.zeros(state["cells"].shape, dtype=np.bool_)  # [k, N]
+        rows, cols = np.nonzero(batch.distractor)
+        distractor[rows, batch.anchor[rows, cols] + 1] = True
+        return {**state, "distractor": distractor}
+
+    def load(self, boards: np.ndarray, state: dict[str, np.ndarray]) -> None:
+        """Boards ``boards`` start the levels ``state``, holding no key."""
+        super().load(boards, state)
+        self.held[boards] = NO_KEY
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Move every board; returns rewards float64 [B], terminated bool [B], won bool [B]."""
         cells, flat, held = self.cells, self.flat, self.held
         pos = self.pos
-        target = self.moves[pos, actions]  # [B]
+        target = self.moves[pos * 4 + actions]  # [B]
         code = self._cells1[self._base + target]  # [B]
         rewards = np.zeros(len(pos), dtype=np.float64)
         terminated = np.zeros(len(pos), dtype=np.bool_)
@@ -78,8 +83,5 @@ class ClassicRules(BatchedRules):
                 kb, kc = bs[~gem], codes[~gem]
                 held[kb] = kc - KEY0
                 flat[kb, 0] = self.palette[kb, kc]
-        new = np.where(moved, target, pos)
-        self._pixels[self._base + pos] = CLASSIC_BACKGROUND
-        self._pixels[self._base + new] = CLASSIC_PLAYER
-        self.pos = new
+        self._move_players(moved, target)
         return rewards, terminated, won

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from harness.errors import UserError
 
-LEVELS_VERSION = "levels v1"  # bump when the same seed would draw other levels
+LEVELS_VERSION = "levels v2"  # bump when the same seed would draw other levels (v2: batched generators)
 
 
 def _split(env_config: Any) -> tuple[dict[str, Any], int | None]:

@@ -2,13 +2,16 @@
 
 State arrays (B boards, N = height * width cells in observation layout): cell codes int8 [B, N], observation
 uint8 [B, H, W, 3] updated in place (only the tiles that change), per-board code palettes uint8 [B, N_CODES, 3],
-player cell [B], step counter [B]; the rule-specific state lives in ``rules_classic`` / ``rules_bridge``. Level
-generation on reset reuses the single envs' generators (Python, one Generator per board); stepping is
-vectorised over boards.
+player cell [B], step counter [B]; the rule-specific state lives in ``rules_classic`` / ``rules_bridge``. Levels
+come from the batched generators (``gen_classic_batch`` / ``gen_bridge_batch``: numpy over levels, one Generator
+per board), generated ahead in batches (``next_levels``); stepping is vectorised over boards.
 
 Seeding follows gymnasium's ``SyncVectorEnv``: ``reset(seed=s)`` seeds board i with ``s + i`` (a list gives one
-seed per board); an autoreset continues that board's stream. So board i replays exactly the levels and
-trajectories of a single env reset with seed ``s + i`` and then reset without a seed after every episode.
+seed per board); an autoreset continues that board's stream. So board i plays the levels that the batched
+generator draws, one after the other, from a Generator seeded with ``s + i`` (``generate_*_batch([rng])``), and
+which boards reset together does not matter. The single envs keep the per-level generators (faster for one level
+at a time), so for the same seed they draw other levels; given the same levels (``reset(options={"level": ...})``)
+they play the same trajectories.
 
 Autoreset: ``autoreset_mode`` is ``AutoresetMode.NEXT_STEP`` by default (gymnasium 1.x default): the step after a
 board's episode ended ignores its action and returns its new level's first observation with reward 0 and
@@ -33,9 +36,12 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from tasks.boxworld.config import BoxWorldConfig, BridgeBoxWorldConfig
-from tasks.boxworld.gen_bridge import generate_bridge
-from tasks.boxworld.gen_classic import check_fits, generate_classic
-from tasks.boxworld.level import N_CODES, Level
+from tasks.boxworld.gen_bridge_batch import generate_bridge_batch
+from tasks.boxworld.gen_classic import check_fits
+from tasks.boxworld.gen_classic_batch import generate_classic_batch
+from tasks.boxworld.level import N_CODES
+from tasks.boxworld.level_batch import LevelBatch
+from tasks.boxworld.next_levels import Encoded, NextLevels
 from tasks.boxworld.rules_bridge import BridgeRules
 from tasks.boxworld.rules_classic import ClassicRules
 
@@ -59,7 +65,7 @@ class BatchedBoxWorld(VectorEnv):
     def __init__(
         self,
         num_envs: int,
-        generate: Callable[[np.random.Generator], Level],
+        generate: Callable[[Sequence[np.random.Generator]], LevelBatch],
         rules: ClassicRules | BridgeRules,
         horizon: int | None,
         seed: int | None,
@@ -75,22 +81,24 @@ class BatchedBoxWorld(VectorEnv):
         self.num_envs = num_envs
         self._generate = generate
         self._rules = rules
+        self._next = NextLevels(num_envs, self._encode, self._rng, refill_at=num_envs // 8)
         height, width = rules.height, rules.width
         self.single_observation_space = spaces.Box(0, 255, (height, width, 3), np.uint8)
         self.single_action_space = spaces.Discrete(4)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._horizon = np.iinfo(np.int64).max if horizon is None else horizon
+        self._horizon = horizon
         self._obs = np.zeros((num_envs, height, width, 3), dtype=np.uint8)  # [B, H, W, 3]
         self._flat = self._obs.reshape(num_envs, height * width, 3)  # [B, N, 3] view
         self._palette = np.zeros((num_envs, N_CODES, 3), dtype=np.uint8)  # [B, N_CODES, 3]
         self._steps = np.zeros(num_envs, dtype=np.int64)  # [B]
         self._pending = np.zeros(num_envs, dtype=np.bool_)  # [B] episode ended, reset on the next step
-        self._stats = {key: np.zeros(num_envs, dtype=dt) for key, dt in INFO_DTYPES.items() if key in rules.info_keys}
+        self._numeric = [key for key in INFO_DTYPES if key in rules.info_keys and key != "puzzle_type"]
+        self._numbers = np.zeros((len(self._numeric), num_envs), dtype=np.int64)  # [K, B] info of each level
+        self._puzzles = np.zeros(num_envs, dtype=object)  # [B] puzzle_type of each level
         self._rngs: list[np.random.Generator | None] = [None] * num_envs
         if seed is not None:
             self._seed_boards(seed)
-        self.levels: list[Level | None] = [None] * num_envs
         rules.bind(self._flat, self._palette)
 
     def _seed_boards(self, seed: int | Sequence[int | None]) -> None:
@@ -100,35 +108,40 @@ class BatchedBoxWorld(VectorEnv):
         for i, s in enumerate(seeds):
             if s is not None or self._rngs[i] is None:
                 self._rngs[i] = seeding.np_random(s)[0]
+                self._next.forget(np.array([i]))
 
-    def _reset_boards(self, boards: Sequence[int] | np.ndarray) -> None:
-        for b in boards:
-            rng = self._rngs[b]
-            if rng is None:
-                rng = self._rngs[b] = seeding.np_random()[0]
-            level = self._generate(rng)
-            self.levels[b] = level
-            self._palette[b] = level.palette
-            self._flat[b] = level.palette[level.cells]
-            self._steps[b] = 0
-            self._rules.load(b, level)
-            for key, values in self._stats.items():
-                values[b] = level.info[key]
+    def _rng(self, board: int) -> np.random.Generator:
+        rng = self._rngs[board]
+        if rng is None:  # never seeded: OS entropy, as gymnasium
+            rng = self._rngs[board] = seeding.np_random()[0]
+        return rng
+
+    def _encode(self, rngs: Sequence[np.random.Generator]) -> Encoded:
+        batch = self._generate(rngs)
+        numbers = np.stack([batch.info[key] for key in self._numeric], axis=1).astype(np.int64)  # [k, K]
+        return {**self._rules.encode(batch), "info_numbers": numbers, "info_puzzle": batch.info["puzzle_type"]}
+
+    def _reset_boards(self, boards: np.ndarray) -> None:
+        state = self._next.take(boards)
+        self._numbers[:, boards] = state.pop("info_numbers").T
+        self._puzzles[boards] = state.pop("info_puzzle")
+        self._rules.load(boards, state)
+        self._steps[boards] = 0
 
     def _add_infos(self, infos: dict[str, Any], boards: np.ndarray) -> dict[str, Any]:
-        for key, values in self._stats.items():
-            if key not in infos:
-                infos[key] = np.zeros(self.num_envs, dtype=values.dtype)
-                infos["_" + key] = np.zeros(self.num_envs, dtype=np.bool_)
-            infos[key][boards] = values[boards]
-            infos["_" + key][boards] = True
+        """The level descriptions of the boards in the mask ``boards`` bool [B] (once per dict; the keys share
+        the mask array)."""
+        mask = boards.copy()
+        numbers = np.where(mask, self._numbers, 0)  # [K, B]
+        for key, row in zip(self._numeric, numbers, strict=True):
+            infos[key] = row if INFO_DTYPES[key] is np.int64 else row.astype(INFO_DTYPES[key])
+            infos["_" + key] = mask
+        infos["puzzle_type"], infos["_puzzle_type"] = np.where(mask, self._puzzles, 0), mask
         return infos
 
-    def _add_win(self, infos: dict[str, Any], boards: np.ndarray, won: np.ndarray) -> dict[str, Any]:
-        infos["win"] = np.zeros(self.num_envs, dtype=np.bool_)
-        infos["win"][boards] = won[boards]
-        infos["_win"] = np.zeros(self.num_envs, dtype=np.bool_)
-        infos["_win"][boards] = True
+    def _add_win(self, infos: dict[str, Any], done: np.ndarray, won: np.ndarray) -> dict[str, Any]:
+        """``win`` for the boards in the mask ``done`` bool [B]."""
+        infos["win"], infos["_win"] = won & done, done.copy()
         return infos
 
     def reset(
@@ -140,7 +153,7 @@ class BatchedBoxWorld(VectorEnv):
         boards = np.arange(self.num_envs)
         self._reset_boards(boards)
         self._pending[:] = False
-        return self._obs.copy(), self._add_infos({}, boards)
+        return self._obs.copy(), self._add_infos({}, np.ones(self.num_envs, dtype=np.bool_))
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One move on every board, then the autoreset of the configured mode."""
@@ -149,19 +162,23 @@ class BatchedBoxWorld(VectorEnv):
             raise ValueError(f"actions must be 0..3, got {actions}")
         rewards, terminated, won = self._rules.step(actions)  # float64 [B], bool [B], bool [B]
         self._steps += 1
-        truncated = (self._steps >= self._horizon) & ~terminated
+        if self._horizon is None:
+            truncated = np.zeros(self.num_envs, dtype=np.bool_)
+        else:
+            truncated = (self._steps >= self._horizon) & ~terminated
         infos: dict[str, Any] = {}
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-            if self._pending.any():  # these boards ended last step: new level, action ignored
-                boards = np.flatnonzero(self._pending)
+            pending = self._pending
+            if pending.any():  # these boards ended last step: new level, action ignored
+                boards = np.flatnonzero(pending)
                 rewards[boards] = 0.0
                 terminated[boards] = truncated[boards] = won[boards] = False
                 self._reset_boards(boards)
-                self._add_infos(infos, boards)
-            done = terminated | truncated
-            if done.any():  # disjoint from the boards just reset
-                boards = np.flatnonzero(done)
-                self._add_win(self._add_infos(infos, boards), boards, won)
+            done = terminated | truncated  # disjoint from the boards just reset
+            if done.any():
+                self._add_win(infos, done, won)
+            if infos or pending.any():
+                self._add_infos(infos, pending | done)
             self._pending = done
         else:
             done = terminated | truncated
@@ -171,10 +188,10 @@ class BatchedBoxWorld(VectorEnv):
                 for b in boards:
                     final_obs[b] = self._obs[b].copy()
                 infos["final_obs"], infos["_final_obs"] = final_obs, done.copy()
-                infos["final_info"] = self._add_win(self._add_infos({}, boards), boards, won)
+                infos["final_info"] = self._add_win(self._add_infos({}, done), done, won)
                 infos["_final_info"] = done.copy()
                 self._reset_boards(boards)
-                self._add_infos(infos, boards)
+                self._add_infos(infos, done)
         return self._obs.copy(), rewards, terminated, truncated, infos
 
 
@@ -191,7 +208,7 @@ class BoxWorldVectorEnv(BatchedBoxWorld):
         self.config = cfg = BoxWorldConfig.build(config, **kwargs)
         check_fits(cfg)
         rules = ClassicRules(num_envs, cfg.n)
-        super().__init__(num_envs, lambda rng: generate_classic(rng, cfg), rules, cfg.horizon, cfg.seed,
+        super().__init__(num_envs, lambda rngs: generate_classic_batch(rngs, cfg), rules, cfg.horizon, cfg.seed,
                          autoreset_mode)
 
 
@@ -207,5 +224,5 @@ class BridgeBoxWorldVectorEnv(BatchedBoxWorld):
     ) -> None:
         self.config = cfg = BridgeBoxWorldConfig.build(config, **kwargs)
         rules = BridgeRules(num_envs, cfg.num_rows, cfg.num_cols)
-        super().__init__(num_envs, lambda rng: generate_bridge(rng, cfg), rules, cfg.horizon, cfg.seed,
+        super().__init__(num_envs, lambda rngs: generate_bridge_batch(rngs, cfg), rules, cfg.horizon, cfg.seed,
                          autoreset_mode)
