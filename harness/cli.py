@@ -68,6 +68,9 @@ def _compose(args: argparse.Namespace):  # noqa: ANN202 - returns harness.config
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from harness.tracking import prestart
+
+    prestart()  # the W&B helper imports wandb on another core while this process imports torch and Lightning
     composed = _compose(args)
     from harness.runners.launch import launch
 
@@ -262,12 +265,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_predict)
     p = sub.add_parser("data", help="write a task's generated data, or download a dataset (data fetch NAME)")
     data = p.add_subparsers(dest="task", required=True, metavar="{babi,fetch}")
-    p = data.add_parser("babi", help="write generated bAbI tasks in the official file format")
+    p = data.add_parser("babi", help="write generated bAbI tasks in the official file format",
+                        description="Write the built-in generator's bAbI tasks into one folder with the official "
+                                    "file names (the en-10k layout: qa{N}_<name>_{train,test}.txt).")
+    p.add_argument("--generate", action="store_true",
+                   help="generate the data (what this command does; spelled out for scripts)")
     p.add_argument("--out", required=True)
-    p.add_argument("--ids", type=int, nargs="+", default=[1])
+    p.add_argument("--ids", type=int, nargs="+", default=list(range(1, 21)), help="tasks (default: all 20)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--n-train", type=int, default=10000)
-    p.add_argument("--n-test", type=int, default=1000)
+    p.add_argument("--n-train", "--n", type=int, default=10000, help="training questions per task")
+    p.add_argument("--n-test", type=int, default=1000, help="test questions per task")
     p.set_defaults(func=cmd_data)
     p = data.add_parser("fetch", help="download, check and unpack a dataset into the data folder",
                         description="Download, check and unpack a dataset: "

@@ -203,5 +203,14 @@ def test_data_command_writes_generated_files_and_rejects_unsupported_ids(env, tm
     done = run_cli(args, env)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "qa6_yes-no-questions_train.txt").exists()
-    bad = run_cli(["data", "babi", "--ids", "4", "--out", str(tmp_path)], env)
-    assert bad.returncode == 2 and "covers tasks 1, 2, 3, 6, 11, 12, 15, 16" in bad.stderr
+    bad = run_cli(["data", "babi", "--ids", "21", "--out", str(tmp_path)], env)
+    assert bad.returncode == 2 and "covers tasks 1, 2, 3, 4, 5" in bad.stderr
+
+
+def test_data_command_generates_all_twenty_tasks_by_default(env, tmp_path):
+    done = run_cli(["data", "babi", "--generate", "--n", "12", "--n-test", "5", "--out", str(tmp_path)], env)
+    assert done.returncode == 0, done.stderr
+    trains = sorted(tmp_path.glob("qa*_train.txt"))
+    assert len(trains) == 20 and len(list(tmp_path.glob("qa*_test.txt"))) == 20
+    for path in trains:
+        assert sum("\t" in line for line in path.read_text().splitlines()) == 12, path.name

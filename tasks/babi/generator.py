@@ -1,7 +1,11 @@
-"""A seeded, pure-Python generator for bAbI QA tasks 1, 2, 3, 6, 11, 12, 15 and 16 (Weston et al., 2015).
+"""A seeded, pure-Python generator for the 20 bAbI QA tasks (Weston et al., 2015).
 
-This module holds tasks 1, 6, 11 and 12 and the public entry points; tasks 2 and 3 are in
-:mod:`tasks.babi.generator_objects`, tasks 15 and 16 in :mod:`tasks.babi.generator_logic`.
+This module holds tasks 1, 6, 11 and 12 and the public entry points; the other tasks are written by the family
+modules of ``FAMILY_MODULES``: tasks 2 and 3 in :mod:`tasks.babi.generator_objects`, 4, 17, 18 and 19 in
+:mod:`tasks.babi.generator_spatial`, 5, 13, 14 and 20 in :mod:`tasks.babi.generator_narrative`, 7 to 10 in
+:mod:`tasks.babi.generator_holdings`, 15 and 16 in :mod:`tasks.babi.generator_logic`. Each module's docstring
+gives its tasks' worlds, templates and rules, and where the released files made it depart from the original
+generator.
 
 The official bAbI tasks were produced by a Lua/Torch generator (facebookarchive/bAbI-tasks) that cannot
 be run here. This module is an independent reimplementation of the four tasks whose world is just four
@@ -54,6 +58,7 @@ consistent rule that reproduces the files' statistics is used.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import pathlib
 import random
@@ -66,11 +71,32 @@ SUPPORTED_TASKS: dict[int, str] = {
     1: "single-supporting-fact",
     2: "two-supporting-facts",
     3: "three-supporting-facts",
+    4: "two-arg-relations",
+    5: "three-arg-relations",
     6: "yes-no-questions",
+    7: "counting",
+    8: "lists-sets",
+    9: "simple-negation",
+    10: "indefinite-knowledge",
     11: "basic-coreference",
     12: "conjunction",
+    13: "compound-coreference",
+    14: "time-reasoning",
     15: "basic-deduction",
     16: "basic-induction",
+    17: "positional-reasoning",
+    18: "size-reasoning",
+    19: "path-finding",
+    20: "agents-motivations",
+}
+# Where the stories of the tasks not written here are: each module has STORIES {task: (story function, questions
+# a story holds)} and TASK_NAMES. Imported when used, since those modules take their word lists from this one.
+FAMILY_MODULES: dict[str, tuple[int, ...]] = {
+    "tasks.babi.generator_objects": (2, 3),
+    "tasks.babi.generator_spatial": (4, 17, 18, 19),
+    "tasks.babi.generator_narrative": (5, 13, 14, 20),
+    "tasks.babi.generator_holdings": (7, 8, 9, 10),
+    "tasks.babi.generator_logic": (15, 16),
 }
 
 ACTORS: tuple[str, ...] = ("Mary", "John", "Sandra", "Daniel")
@@ -136,8 +162,7 @@ def _check_task(babi_id: int) -> None:
     if babi_id not in SUPPORTED_TASKS:
         ids = ", ".join(str(i) for i in SUPPORTED_TASKS)
         raise UnsupportedTaskError(
-            f"the built-in bAbI generator covers tasks {ids}; task {babi_id} needs the official files "
-            "under HARNESS_DATA_DIR"
+            f"the built-in bAbI generator covers tasks {ids}; task {babi_id} is not one of them"
         )
 
 
@@ -232,7 +257,7 @@ def _ask_yes_no(story: _Story, rng: random.Random, actor: str) -> None:
 
 _Step = Callable[[_Story, random.Random], None]
 _Ask = Callable[[_Story, random.Random, str], None]
-_StoryMaker = Callable[[random.Random, int], list[str]]  # (rng, questions in this story) -> the story's lines
+StoryMaker = Callable[[random.Random, int], list[str]]  # (rng, questions in this story) -> the story's lines
 
 _RECIPES: dict[int, tuple[_Step, _Ask]] = {
     1: (_block_single, _ask_where),
@@ -267,29 +292,19 @@ def _generate_story(babi_id: int, rng: random.Random, n_questions: int) -> list[
     return story.lines
 
 
-def _story_maker(babi_id: int) -> tuple[_StoryMaker, int]:
-    """The story function of a task and the number of questions its stories hold."""
-    # imported here: those modules take their word lists from this one
-    if babi_id in (2, 3):
-        from tasks.babi.generator_objects import object_story
-
-        return (lambda rng, n: object_story(babi_id, rng, n)), QUESTIONS_PER_STORY
-    if babi_id == 15:
-        from tasks.babi.generator_logic import DEDUCTION_QUESTIONS, deduction_story
-
-        return deduction_story, DEDUCTION_QUESTIONS
-    if babi_id == 16:
-        from tasks.babi.generator_logic import INDUCTION_QUESTIONS, induction_story
-
-        return induction_story, INDUCTION_QUESTIONS
+def _story_maker(babi_id: int) -> tuple[StoryMaker, int]:
+    """The story function of a task and the number of questions its stories hold (at most, for task 20)."""
+    for module, tasks in FAMILY_MODULES.items():
+        if babi_id in tasks:
+            return importlib.import_module(module).STORIES[babi_id]
     return (lambda rng, n: _generate_story(babi_id, rng, n)), QUESTIONS_PER_STORY
 
 
 def generate_stories(babi_id: int, n_questions: int, seed: int) -> list[str]:
     """Lines (each ending with '\\n') of whole stories in the official format, with exactly ``n_questions``
-    question lines. Stories hold five questions (task 15: four, task 16: one); when ``n_questions`` is not a
-    multiple of that, the last story ends right after the ``n_questions``-th question line. Same arguments ->
-    same lines.
+    question lines. A story holds the task's number of questions (five for most tasks; task 15: four, task 16:
+    one; task 20: 8 to 12, as many as its world gives); the last story ends right after the ``n_questions``-th
+    question line. Same arguments -> same lines.
     """
     _check_task(babi_id)
     if n_questions < 0:
@@ -299,9 +314,9 @@ def generate_stories(babi_id: int, n_questions: int, seed: int) -> list[str]:
     lines: list[str] = []
     remaining = n_questions
     while remaining > 0:
-        in_story = min(per_story, remaining)
-        lines.extend(make_story(rng, in_story))
-        remaining -= in_story
+        story = make_story(rng, min(per_story, remaining))
+        lines.extend(story)
+        remaining -= sum("\t" in line for line in story)
     return lines
 
 

@@ -54,6 +54,8 @@ from __future__ import annotations
 
 import random
 
+from tasks.babi.generator import StoryMaker
+
 DEDUCTION_ACTORS: tuple[str, ...] = ("Gertrude", "Winona", "Jessica", "Emily")
 DEDUCTION_ANIMALS: dict[str, str] = {"mouse": "mice", "sheep": "sheep", "wolf": "wolves", "cat": "cats"}
 DEDUCTION_QUESTIONS = 4
@@ -138,3 +140,10 @@ def induction_story(rng: random.Random, n_questions: int = INDUCTION_QUESTIONS) 
     support = (kind_id[asked], kind_id[witness], color_id[witness])
     lines.append(_question_line(len(lines) + 1, f"What color is {asked}?", color[witness], support))
     return lines
+
+
+TASK_NAMES: dict[int, str] = {15: "basic-deduction", 16: "basic-induction"}
+STORIES: dict[int, tuple[StoryMaker, int]] = {
+    15: (deduction_story, DEDUCTION_QUESTIONS),
+    16: (induction_story, INDUCTION_QUESTIONS),
+}

@@ -72,6 +72,7 @@ from tasks.babi.generator import (
     QUESTIONS_PER_STORY,
     STATEMENTS_PER_QUESTION,
     TAKE_VERBS,
+    StoryMaker,
 )
 
 OBJECT_TASKS: tuple[int, ...] = (2, 3)
@@ -219,3 +220,9 @@ def object_story(babi_id: int, rng: random.Random, n_questions: int = QUESTIONS_
             _ask_where_was(story, rng, obj)
         asked += 1
     return story.lines
+
+
+TASK_NAMES: dict[int, str] = {2: "two-supporting-facts", 3: "three-supporting-facts"}
+STORIES: dict[int, tuple[StoryMaker, int]] = {
+    task: ((lambda rng, n, task=task: object_story(task, rng, n)), QUESTIONS_PER_STORY) for task in TASK_NAMES
+}

@@ -1,0 +1,502 @@
+"""Tests for the built-in bAbI generator's tasks 4, 17, 18 and 19 (tasks/babi/generator_spatial.py).
+
+Generated stories are parsed with regexes and replayed by small world models written here, independently of the
+generator: rooms and shapes get grid positions from the statements, objects a size order; every answer and every
+supporting fact is checked. Their statistics are compared with the released v1.2 files (the 1k ``en`` set, whose
+train and test files give the spread of the original generator itself) when those are found under
+``$BABI_REAL_DIR`` (default: ``shared/data/babi`` beside the repository).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import re
+from dataclasses import dataclass, field
+
+import pytest
+
+from tasks.babi.generator_spatial import STORIES, TASK_NAMES
+from tests.test_babi_generator import Line
+from tests.test_babi_generator_more import (
+    REAL_DIR,
+    SPREAD_FACTOR,
+    Stories,
+    _answers,
+    _corrupt_answer,
+    _corrupt_support,
+    _distances,
+    _distribution,
+    _first_question,
+    _max_gap,
+    _story_length,
+    _total_variation,
+    _yardstick,
+    parse,
+    questions,
+)
+
+TASKS = (4, 17, 18, 19)
+PER_STORY = {4: 1, 17: 8, 18: 5, 19: 1}
+REPLAY_QUESTIONS = 3000
+STAT_QUESTIONS = 4000
+SEED = 11
+
+_ROOM = "(bathroom|bedroom|garden|hallway|kitchen|office)"
+_COMPASS = "(north|south|east|west)"
+ROOM_FACT = re.compile(rf"^The {_ROOM} is {_COMPASS} of the {_ROOM}$")
+WHAT_IS_DIR_OF = re.compile(rf"^What is {_COMPASS} of the {_ROOM}\?$")
+WHAT_IS_ROOM_DIR_OF = re.compile(rf"^What is the {_ROOM} {_COMPASS} of\?$")
+HOW_TO_GO = re.compile(rf"^How do you go from the {_ROOM} to the {_ROOM}\?$")
+
+_SHAPE = "(triangle|blue square|pink rectangle|red square|red sphere|yellow square)"
+_RELATIVE = "(above|below|to the left of|to the right of)"
+SHAPE_FACT = re.compile(rf"^The {_SHAPE} is {_RELATIVE} the {_SHAPE}$")
+IS_SHAPE = re.compile(rf"^Is the {_SHAPE} {_RELATIVE} the {_SHAPE}\?$")
+
+_THING = "(chocolate|box of chocolates|box|chest|container|suitcase)"
+FITS_INSIDE = re.compile(rf"^The {_THING} fits inside the {_THING}$")
+IS_BIGGER = re.compile(rf"^The {_THING} is bigger than the {_THING}$")
+ASK_BIGGER = re.compile(rf"^Is the {_THING} bigger than the {_THING}\?$")
+ASK_FIT = re.compile(rf"^Does the {_THING} fit in the {_THING}\?$")
+
+PATH_ANSWER = re.compile(r"\t([nsew](?:,[nsew])*)\t")
+UNIT = {"north": (0, 1), "south": (0, -1), "east": (1, 0), "west": (-1, 0),
+        "above": (0, 1), "below": (0, -1), "to the right of": (1, 0), "to the left of": (-1, 0)}
+LETTER = {"n": "north", "s": "south", "e": "east", "w": "west"}
+
+
+def draw(task: int, n_questions: int, seed: int) -> list[str]:
+    """``n_questions`` questions' worth of stories, drawn the way the package's ``generate_stories`` draws them:
+    one ``random.Random(seed)``, stories of the task's full size, the last one cut short."""
+    make_story, per_story = STORIES[task]
+    rng = random.Random(seed)
+    lines: list[str] = []
+    remaining = n_questions
+    while remaining > 0:
+        lines.extend(make_story(rng, min(per_story, remaining)))
+        remaining -= min(per_story, remaining)
+    return lines
+
+
+def parse_task(task: int, lines: list[str]) -> list[list[Line]]:
+    """Stories of parsed lines (no space before the tab in any of these tasks). Task-19 answers ("n,w") are checked
+    for their comma-joined form here and then read as letters ("nw")."""
+    if task == 19:
+        for raw in lines:
+            if "\t" in raw:
+                assert PATH_ANSWER.search(raw), f"malformed path answer: {raw!r}"
+        lines = [PATH_ANSWER.sub(lambda m: "\t" + m.group(1).replace(",", "") + "\t", raw) for raw in lines]
+    return parse(lines, space_before_tab=False)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# replay: what a reader of the story knows
+
+
+@dataclass
+class Layout:
+    """Tasks 4, 17 and 19: places told relative to one another ("A is <direction> of B"), as a graph of told
+    steps; positions follow by walking it from the first place named."""
+
+    told: dict[tuple[str, str], tuple[int, int, int]] = field(default_factory=dict)  # (from, to) -> (dx, dy, id)
+
+    def read(self, line: Line, fact: re.Pattern[str]) -> None:
+        """A statement "The A is <direction> the B" matched by ``fact`` (groups: A, direction, B)."""
+        m = fact.match(line.text)
+        assert m, f"unknown statement {line.text!r}"
+        subject, direction, obj = m.groups()
+        self.tell(subject, UNIT[direction], obj, line.id)
+
+    def tell(self, subject: str, unit: tuple[int, int], obj: str, line_id: int) -> None:
+        assert subject != obj, f"a place related to itself: {line_id}"
+        assert (obj, subject) not in self.told, f"the same two places told twice: {line_id}"
+        for (here, _), (dx, dy, _) in self.told.items():
+            assert not (here == obj and (dx, dy) == unit), f"two places on the same side of {obj}: {line_id}"
+            assert not (here == subject and (dx, dy) == (-unit[0], -unit[1])), f"side of {subject} taken: {line_id}"
+        self.told[obj, subject] = (*unit, line_id)
+        self.told[subject, obj] = (-unit[0], -unit[1], line_id)
+
+    def step(self, here: str, unit: tuple[int, int]) -> tuple[str, int] | None:
+        """The place told to lie one ``unit`` from ``here`` and the id telling it."""
+        for (start, there), (dx, dy, line_id) in self.told.items():
+            if start == here and (dx, dy) == unit:
+                return there, line_id
+        return None
+
+    def positions(self) -> dict[str, tuple[int, int]]:
+        start = next(iter(self.told))[0]
+        position = {start: (0, 0)}
+        frontier = [start]
+        while frontier:
+            here = frontier.pop()
+            for (a, b), (dx, dy, _) in self.told.items():
+                if a == here and b not in position:
+                    position[b] = (position[here][0] + dx, position[here][1] + dy)
+                    frontier.append(b)
+        return position
+
+    def neighbours(self, here: str) -> list[str]:
+        return [b for (a, b) in self.told if a == here]
+
+
+def _told_between(layout: Layout, a: str, b: str) -> int:
+    assert (a, b) in layout.told, f"nothing told between the {a} and the {b}"
+    return layout.told[a, b][2]
+
+
+@dataclass
+class RoomLineWorld:
+    """Task 4: "What is north of the kitchen?" is answered by the one room told to lie north of it."""
+
+    layout: Layout = field(default_factory=Layout)
+
+    def read(self, line: Line) -> None:
+        self.layout.read(line, ROOM_FACT)
+
+    def check(self, line: Line) -> None:
+        if m := WHAT_IS_DIR_OF.match(line.text):
+            direction, known = m.groups()
+            unit = UNIT[direction]
+        elif m := WHAT_IS_ROOM_DIR_OF.match(line.text):
+            known, direction = m.groups()
+            unit = (-UNIT[direction][0], -UNIT[direction][1])  # the answer lies the other way from it
+        else:
+            raise AssertionError(f"unknown question {line.text!r}")
+        found = self.layout.step(known, unit)
+        assert found is not None, f"nothing is told {direction} of the {known}: {line}"
+        assert line.answer == found[0], line
+        assert line.support == (found[1],), f"support should be {(found[1],)}: {line}"
+
+
+@dataclass
+class ShapeWorld:
+    """Task 17: two statements place three shapes; questions are about the two not told together."""
+
+    layout: Layout = field(default_factory=Layout)
+
+    def read(self, line: Line) -> None:
+        self.layout.read(line, SHAPE_FACT)
+
+    def check(self, line: Line) -> None:
+        m = IS_SHAPE.match(line.text)
+        assert m, f"unknown question {line.text!r}"
+        x, relation, y = m.groups()
+        position = self.layout.positions()
+        assert x in position and y in position and x != y, line
+        assert (x, y) not in self.layout.told, f"asked about two shapes told together: {line}"
+        offset = (position[x][0] - position[y][0], position[x][1] - position[y][1])
+        unit = UNIT[relation]
+        holds = offset[0] * unit[0] + offset[1] * unit[1] > 0
+        assert line.answer == ("yes" if holds else "no"), line
+        (middle,) = set(self.layout.neighbours(x)) & set(self.layout.neighbours(y))
+        expected = (_told_between(self.layout, x, middle), _told_between(self.layout, middle, y))
+        assert line.support == expected, f"support should be {expected}: {line}"
+
+
+@dataclass
+class SizeWorld:
+    """Task 18: told size orders; "is A bigger than B" needs a chain of two told facts."""
+
+    bigger: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # (bigger, smaller) -> statement ids
+
+    def read(self, line: Line) -> None:
+        if m := FITS_INSIDE.match(line.text):
+            small, big = m.groups()
+        elif m := IS_BIGGER.match(line.text):
+            big, small = m.groups()
+        else:
+            raise AssertionError(f"unknown statement {line.text!r}")
+        assert big != small and small not in self._above(big), f"contradicts earlier statements: {line}"
+        self.bigger.setdefault((big, small), []).append(line.id)
+
+    def _above(self, obj: str) -> set[str]:
+        """Everything told (directly or by a chain of facts) to be bigger than ``obj``."""
+        out: set[str] = set()
+        frontier = [obj]
+        while frontier:
+            here = frontier.pop()
+            for big, small in self.bigger:
+                if small == here and big not in out:
+                    out.add(big)
+                    frontier.append(big)
+        return out
+
+    def check(self, line: Line) -> None:
+        if m := ASK_BIGGER.match(line.text):
+            claimed_big, claimed_small = m.groups()
+        elif m := ASK_FIT.match(line.text):
+            claimed_small, claimed_big = m.groups()
+        else:
+            raise AssertionError(f"unknown question {line.text!r}")
+        yes = claimed_big in self._above(claimed_small)
+        no = claimed_small in self._above(claimed_big)
+        assert yes != no, f"the story does not order the {claimed_big} and the {claimed_small}: {line}"
+        assert line.answer == ("yes" if yes else "no"), line
+        # the support is a chain of two facts starting from the object the question calls bigger
+        assert len(line.support) == 2, line
+        first, second = (self._fact(i) for i in line.support)
+        if yes:  # claimed_big > middle > claimed_small
+            assert first[0] == claimed_big and first[1] == second[0] and second[1] == claimed_small, line
+        else:  # claimed_big < middle < claimed_small
+            assert first[1] == claimed_big and first[0] == second[1] and second[0] == claimed_small, line
+
+    def _fact(self, line_id: int) -> tuple[str, str]:
+        (fact,) = [pair for pair, ids in self.bigger.items() if line_id in ids]
+        return fact
+
+
+@dataclass
+class RoomMapWorld:
+    """Task 19: the told steps between rooms form a tree; the question asks for the shortest walk."""
+
+    layout: Layout = field(default_factory=Layout)
+
+    def read(self, line: Line) -> None:
+        self.layout.read(line, ROOM_FACT)
+
+    def _distances(self, start: str) -> dict[str, int]:
+        distance = {start: 0}
+        frontier = [start]
+        while frontier:
+            here = frontier.pop(0)
+            for there in self.layout.neighbours(here):
+                if there not in distance:
+                    distance[there] = distance[here] + 1
+                    frontier.append(there)
+        return distance
+
+    def check(self, line: Line) -> None:
+        m = HOW_TO_GO.match(line.text)
+        assert m, f"unknown question {line.text!r}"
+        source, target = m.groups()
+        here, support = source, []
+        for letter in line.answer:
+            found = self.layout.step(here, UNIT[LETTER[letter]])
+            assert found is not None, f"no room told {LETTER[letter]} of the {here}: {line}"
+            here = found[0]
+            support.append(found[1])
+        assert here == target, f"the walk ends in the {here}: {line}"
+        assert len(line.answer) == self._distances(source)[target], f"not a shortest walk: {line}"
+        assert line.support == tuple(support), f"support should be {tuple(support)}: {line}"
+
+
+World = RoomLineWorld | ShapeWorld | SizeWorld | RoomMapWorld
+WORLDS: dict[int, type[World]] = {4: RoomLineWorld, 17: ShapeWorld, 18: SizeWorld, 19: RoomMapWorld}
+
+
+def replay(task: int, lines: list[str]) -> list[list[Line]]:
+    stories = parse_task(task, lines)
+    for story in stories:
+        world = WORLDS[task]()
+        for line in story:
+            if line.is_question:
+                world.check(line)
+            else:
+                world.read(line)
+    return stories
+
+
+@pytest.fixture(scope="module")
+def generated() -> dict[int, list[str]]:
+    return {task: draw(task, REPLAY_QUESTIONS, seed=SEED) for task in TASKS}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# correctness and format
+
+
+def test_task_names_are_official() -> None:
+    assert TASK_NAMES == {4: "two-arg-relations", 17: "positional-reasoning", 18: "size-reasoning",
+                          19: "path-finding"}
+    assert {task: per_story for task, (_, per_story) in STORIES.items()} == PER_STORY
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_answers_and_supports_replay(task: int, generated: dict[int, list[str]]) -> None:
+    stories = replay(task, generated[task])
+    assert sum(line.is_question for story in stories for line in story) == REPLAY_QUESTIONS
+
+
+PATHS = {f"{a},{b}" for a in "nsew" for b in "nsew" if {a, b} not in ({"n", "s"}, {"e", "w"})}
+ANSWERS = {
+    4: {"bathroom", "bedroom", "garden", "hallway", "kitchen", "office"},
+    17: {"yes", "no"},
+    18: {"yes", "no"},
+    19: PATHS,
+}
+CORRUPTIONS = [(task, how) for task in TASKS for how in ("answer", "id", "order") if (task, how) != (4, "order")]
+
+
+@pytest.mark.parametrize(("task", "corruption"), CORRUPTIONS)
+def test_replay_catches_corruption(task: int, corruption: str) -> None:
+    lines = draw(task, PER_STORY[task], seed=5)  # one whole story
+    replay(task, lines)
+    i = _first_question(lines)
+    if corruption == "answer":
+        lines[i] = _corrupt_answer(lines[i], ANSWERS[task])
+    else:
+        lines[i] = _corrupt_support(lines[i], corruption)
+    with pytest.raises(AssertionError):
+        replay(task, lines)
+
+
+def test_size_world_catches_contradiction() -> None:
+    lines = ["1 The box fits inside the chest.\n", "2 The chest fits inside the suitcase.\n",
+             "3 The suitcase is bigger than the box.\n", "4 The box is bigger than the suitcase.\n"]
+    replay(18, lines[:3])
+    with pytest.raises(AssertionError):
+        replay(18, lines)
+
+
+def test_layout_catches_two_rooms_on_one_side() -> None:
+    lines = ["1 The office is north of the kitchen.\n", "2 The garden is north of the kitchen.\n",
+             "3 What is north of the kitchen?\toffice\t1\n"]
+    with pytest.raises(AssertionError):
+        replay(4, lines)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_deterministic_per_seed(task: int) -> None:
+    assert draw(task, 40, seed=3) == draw(task, 40, seed=3)
+    assert draw(task, 40, seed=3) != draw(task, 40, seed=4)
+
+
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("n", [0, 1, 3, 5, 7, 8, 13, 40])
+def test_exact_question_count(task: int, n: int) -> None:
+    lines = draw(task, n, seed=1)
+    assert len(questions(lines)) == n
+    if n:
+        assert "\t" in lines[-1], "the output ends right after the last question"
+    stories = replay(task, lines)
+    per_story = PER_STORY[task]
+    counts = [sum(line.is_question for line in story) for story in stories]
+    assert counts[: n // per_story] == [per_story] * (n // per_story)
+    assert len(stories) == -(-n // per_story)
+
+
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("n", [0, -1, 9])
+def test_story_functions_refuse_bad_counts(task: int, n: int) -> None:
+    make_story, per_story = STORIES[task]
+    with pytest.raises(ValueError, match=f"task-{task}"):
+        make_story(random.Random(0), per_story + 1 if n == 9 else n)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_format_and_story_shape(task: int, generated: dict[int, list[str]]) -> None:
+    lines = generated[task]
+    assert all(line.isascii() and line.endswith("\n") and "\r" not in line for line in lines)
+    assert all(" \t" not in line for line in lines), "no space before the tab in these tasks"
+    stories = parse_task(task, lines)
+    for story in stories:
+        kinds = "".join("q" if line.is_question else "s" for line in story)
+        if task == 18:
+            assert re.fullmatch(r"(?:s{5})+q{5}", kinds), kinds
+        else:
+            statements = {4: 2, 17: 2, 19: 5}[task]
+            assert kinds == "s" * statements + "q" * PER_STORY[task], kinds
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# statistics against the released files (see tests/test_babi_generator_more.py for how tolerances are set)
+
+
+def _file(task: int, split: str) -> str:
+    return f"qa{task}_{TASK_NAMES[task]}_{split}.txt"
+
+
+@functools.cache
+def _real_lines(task: int) -> dict[str, list[str]] | None:
+    files = {split: REAL_DIR / "en" / _file(task, split) for split in ("train", "test")}
+    if not all(path.is_file() for path in files.values()):
+        return None
+    return {split: path.read_text(encoding="ascii").splitlines(keepends=True) for split, path in files.items()}
+
+
+def _real_or_skip(task: int) -> dict[str, Stories]:
+    real = _real_lines(task)
+    if real is None:
+        pytest.skip(f"released bAbI files (en set) not found under {REAL_DIR}; set BABI_REAL_DIR")
+    return {split: parse_task(task, lines) for split, lines in real.items()}
+
+
+@pytest.fixture(scope="module")
+def ours() -> dict[int, Stories]:
+    return {task: parse_task(task, draw(task, STAT_QUESTIONS, seed=SEED)) for task in TASKS}
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_replay_accepts_released_files(task: int) -> None:
+    """The checkers' reading of the tasks is the released files' own: every story of the en train and test files
+    replays."""
+    _real_or_skip(task)
+    for lines in _real_lines(task).values():
+        replay(task, lines)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_vocabulary_matches_released_files(task: int, generated: dict[int, list[str]]) -> None:
+    _real_or_skip(task)
+    real_text = "".join("".join(lines) for lines in _real_lines(task).values())
+    assert set(re.findall(r"[A-Za-z]+", "".join(generated[task]))) == set(re.findall(r"[A-Za-z]+", real_text))
+
+
+def _questions_per_story(stories: Stories) -> dict[int, float]:
+    return _distribution([sum(line.is_question for line in story) for story in stories[:-1]])
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_story_length_and_questions_per_story(task: int, ours: dict[int, Stories]) -> None:
+    real = _real_or_skip(task)
+    pooled = real["train"] + real["test"]
+    length_gap = _yardstick(real, lambda a, b: abs(_story_length(a) - _story_length(b)))
+    assert abs(_story_length(ours[task]) - _story_length(pooled)) <= SPREAD_FACTOR * length_gap
+    mine = _questions_per_story(ours[task])
+    assert mine == {PER_STORY[task]: 1.0}
+    count_gap = _yardstick(real, lambda a, b: _max_gap(_questions_per_story(a), _questions_per_story(b)))
+    assert _max_gap(mine, _questions_per_story(pooled)) <= SPREAD_FACTOR * count_gap
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_answer_distribution(task: int, ours: dict[int, Stories]) -> None:
+    real = _real_or_skip(task)
+    pooled, mine = _answers(real["train"] + real["test"]), _answers(ours[task])
+    assert set(mine) == set(pooled)
+    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _max_gap(_answers(a), _answers(b)))
+    assert _max_gap(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+
+
+# Task 19 is left out: the released files put the two path statements later in the story than a uniform shuffle
+# does (the last statement is a path step in 57% of stories, against 40%), a bias the generator does not reproduce
+# (see the module docstring); its answers, supports and story layout are checked above.
+SUPPORTS = {4: 1, 17: 2, 18: 2}
+
+
+@pytest.mark.parametrize(("task", "k"), [(task, k) for task in SUPPORTS for k in range(SUPPORTS[task])])
+def test_support_distance_distribution(task: int, k: int, ours: dict[int, Stories]) -> None:
+    """How far back the k-th supporting fact lies: total variation distance to the pooled released files."""
+    real = _real_or_skip(task)
+    pooled, mine = _distances(real["train"] + real["test"], k), _distances(ours[task], k)
+    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _total_variation(_distances(a, k), _distances(b, k)))
+    assert _total_variation(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+
+
+def _subject_roles(stories: Stories) -> dict[str, float]:
+    """Tasks 4 and 17: whether each statement names the middle place (the one both statements name) first."""
+    roles: list[str] = []
+    for story in stories:
+        facts = [(ROOM_FACT.match(line.text) or SHAPE_FACT.match(line.text)).groups() for line in story
+                 if not line.is_question]
+        (middle,) = {facts[0][0], facts[0][2]} & {facts[1][0], facts[1][2]}
+        roles += ["middle" if subject == middle else "end" for subject, _, _ in facts]
+    return _distribution(roles)
+
+
+@pytest.mark.parametrize("task", (4, 17))
+def test_which_place_statements_name_first(task: int, ours: dict[int, Stories]) -> None:
+    real = _real_or_skip(task)
+    pooled, mine = _subject_roles(real["train"] + real["test"]), _subject_roles(ours[task])
+    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _max_gap(_subject_roles(a), _subject_roles(b)))
+    assert _max_gap(mine, pooled) <= tolerance, (mine, pooled, tolerance)
