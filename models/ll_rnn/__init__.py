@@ -1,0 +1,1 @@
+"""The linear-logic RNN (Hu & Murfet 2016)."""
