@@ -104,16 +104,30 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def _babi_data(run: RunRecord) -> str:
+    """The data set and source; a training file taken from another set (en-10k without task 3's) is named."""
+    data = f"{cfg_get(run.config, 'task.data_set')} ({cfg_get(run.config, 'task.source')})"
+    source = str(run.results.get("data_source") or "")
+    return data + ("; en's train file" if "using en's" in source else "")
+
+
+def _throughput(runs: list[RunRecord], key: str = "train/examples_per_s") -> str:
+    values = [float(v) for run in runs if isinstance(v := (run.results.get("throughput") or {}).get(key), int | float)]
+    return f"{statistics.fmean(values):,.0f}" if values else "–"
+
+
 def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     rows = []
-    for group in groups(runs, "babi"):
+    order = sorted(groups(runs, "babi"), key=lambda g: (g[0].model, int(cfg_get(g[0].config, "task.babi_id") or 0),
+                                                        _babi_data(g[0]), natural_key(g[0].run_id)))
+    for group in order:
         run = group[0]
-        data = f"{cfg_get(run.config, 'task.data_set')} ({cfg_get(run.config, 'task.source')})"
-        rows.append([str(cfg_get(run.config, "task.babi_id")), run.model, data, str(run.profile), str(len(group)),
-                     _mean_sd(_values(group, "test/error"), 100, 2), published(papers, group, "test/error"),
-                     _count(group, "steps"), _minutes(group), _ids(group)])
+        error = _mean_sd(_values(group, "test/error"), 100, 2)
+        rows.append([str(cfg_get(run.config, "task.babi_id")), run.model, _babi_data(run), str(run.profile),
+                     str(len(group)), error, published(papers, group, "test/error"), _count(group, "steps"),
+                     _throughput(group), _minutes(group), _ids(group)])
     header = ["bAbI task", "model", "data", "profile", "seeds", "test error %", "paper (Table 2)", "steps",
-              "wall time", "runs"]
+              "train examples/s", "wall time", "runs"]
     return ["### bAbI (Schlag & Schmidhuber 2018, Table 2)", "", *_table(header, rows)]
 
 
