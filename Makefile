@@ -79,6 +79,8 @@ perf: $(STAMP)
 	@tail -n 1 bench/pathfinder_generator.log > bench/pathfinder_generator.json
 	$(BIN)/python -m harness.runners.bench_stepwise | tee bench/stepwise.log
 	@tail -n 1 bench/stepwise.log > bench/stepwise.json
+	$(BIN)/python -m harness.bench_start | tee bench/start.log
+	@tail -n 1 bench/start.log > bench/start.json
 
 # Upload offline W&B runs (needs network and `wandb login`).
 sync: $(STAMP)

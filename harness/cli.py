@@ -68,9 +68,6 @@ def _compose(args: argparse.Namespace):  # noqa: ANN202 - returns harness.config
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from harness.tracking import prestart
-
-    prestart()  # the W&B helper imports wandb on another core while this process imports torch and Lightning
     composed = _compose(args)
     from harness.runners.launch import launch
 

@@ -1,0 +1,30 @@
+"""The start-up benchmark times a command to its first-step marker and to its exit, and refuses a failed run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import bench_start
+
+
+def test_times_the_marker_line_and_the_exit():
+    code = f"import time; print('loading'); time.sleep(0.2); print({bench_start.MARKER!r}, 1, flush=True); " \
+           "time.sleep(0.3)"
+    first_step, finished = bench_start.time_command([sys.executable, "-c", code], {})
+    assert 0.2 <= first_step < finished and finished - first_step >= 0.3
+
+
+@pytest.mark.parametrize("code", ["print('trained nothing')", f"print({bench_start.MARKER!r}); raise SystemExit(3)"])
+def test_a_run_that_fails_or_never_steps_is_an_error(code: str):
+    with pytest.raises(RuntimeError, match="exited with code 3|never reached a training step"):
+        bench_start.time_command([sys.executable, "-c", code], {})
+
+
+def test_the_command_writes_its_runs_and_wandb_files_into_the_scratch_folder(tmp_path: Path):
+    env = bench_start.child_environment(tmp_path, "offline")
+    assert env["WANDB_MODE"] == "offline" and "FORCE" not in env
+    for key in ("HARNESS_RUNS_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR", "WANDB_ARTIFACT_DIR"):
+        assert Path(env[key]).parent == tmp_path
