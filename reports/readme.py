@@ -128,7 +128,31 @@ def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
                      _throughput(group), _minutes(group), _ids(group)])
     header = ["bAbI task", "model", "data", "profile", "seeds", "test error %", "paper (Table 2)", "steps",
               "train examples/s", "wall time", "runs"]
-    return ["### bAbI (Schlag & Schmidhuber 2018, Table 2)", "", *_table(header, rows)]
+    return ["### bAbI (Schlag & Schmidhuber 2018, Table 2)", "", *_table(header, rows), *fidelity_lines(order)]
+
+
+FIDELITY_TARGET = 0.9  # accuracy on the official test file of a model trained only on generated data
+
+
+def fidelity_lines(babi_groups: list[list[RunRecord]]) -> list[str]:
+    """Generator fidelity: runs trained on the built-in generator's data and also tested on the official test
+    file (``task.test_on=[files]``, ``sweeps/babi_generator_fidelity.yaml``); nothing when there are none."""
+    rows = []
+    for group in babi_groups:
+        run = group[0]
+        official = _values(group, "test_files/acc")
+        if cfg_get(run.config, "task.source") != "generator" or not official:
+            continue
+        generated = _values(group, "test/acc")
+        rows.append([str(cfg_get(run.config, "task.babi_id")), run.model, str(run.profile), str(len(group)),
+                     _mean_sd(generated, 100, 1), _mean_sd(official, 100, 1),
+                     "yes" if statistics.fmean(official) >= FIDELITY_TARGET else "no", _ids(group)])
+    if not rows:
+        return []
+    header = ["bAbI task", "model", "profile", "seeds", "test acc % (generated)", "test acc % (official file)",
+              f">= {FIDELITY_TARGET:.0%}", "runs"]
+    return ["", "Generator fidelity: trained only on the built-in generator's data (as many questions as en-10k), "
+            "tested on a generated test set and on the official en-10k test file.", "", *_table(header, rows)]
 
 
 def relations_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tasks.babi.generator import generate_stories
 from tasks.babi.generator_holdings import STORIES, TASK_NAMES
 from tests.test_babi_generator import Line
 from tests.test_babi_generator_more import (
@@ -71,15 +72,8 @@ LIST_ANSWER = re.compile(r"^(?:nothing|(?:apple|football|milk)(?:,(?:apple|footb
 
 
 def draw(task: int, n_questions: int, seed: int) -> list[str]:
-    """Stories with ``n_questions`` questions in all, drawn as the generator's entry point does: one rng, stories
-    of five questions, the last one cut short."""
-    make_story, per_story = STORIES[task]
-    rng = random.Random(seed)
-    lines: list[str] = []
-    while n_questions > 0:
-        lines.extend(make_story(rng, min(per_story, n_questions)))
-        n_questions -= per_story
-    return lines
+    """``n_questions`` questions' worth of stories from the package's entry point."""
+    return generate_stories(task, n_questions, seed)
 
 
 def parse_stories(lines: list[str]) -> list[list[Line]]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tasks.babi.generator import generate_stories
 from tasks.babi.generator_narrative import STORIES, TASK_NAMES
 from tests.test_babi_generator import _VERB, Line
 from tests.test_babi_generator_more import (
@@ -280,17 +281,8 @@ def replay(task: int, lines: list[str], released: bool = False) -> list[list[Lin
 
 
 def draw(task: int, n_questions: int, seed: int) -> list[str]:
-    """Stories of ``n_questions`` questions in all, drawn as the task's entry point does: one rng, stories of up to
-    ``per_story`` questions, the last one cut short (a task-20 story may hold fewer questions than asked for)."""
-    make_story, per_story = STORIES[task]
-    rng = random.Random(seed)
-    lines: list[str] = []
-    remaining = n_questions
-    while remaining > 0:
-        story = make_story(rng, min(per_story, remaining))
-        lines.extend(story)
-        remaining -= len(questions(story))
-    return lines
+    """``n_questions`` questions' worth of stories from the package's entry point."""
+    return generate_stories(task, n_questions, seed)
 
 
 def questions(lines: list[str]) -> list[str]:

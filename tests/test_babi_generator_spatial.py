@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from tasks.babi.generator import generate_stories
 from tasks.babi.generator_spatial import STORIES, TASK_NAMES
 from tests.test_babi_generator import Line
 from tests.test_babi_generator_more import (
@@ -67,16 +68,8 @@ LETTER = {"n": "north", "s": "south", "e": "east", "w": "west"}
 
 
 def draw(task: int, n_questions: int, seed: int) -> list[str]:
-    """``n_questions`` questions' worth of stories, drawn the way the package's ``generate_stories`` draws them:
-    one ``random.Random(seed)``, stories of the task's full size, the last one cut short."""
-    make_story, per_story = STORIES[task]
-    rng = random.Random(seed)
-    lines: list[str] = []
-    remaining = n_questions
-    while remaining > 0:
-        lines.extend(make_story(rng, min(per_story, remaining)))
-        remaining -= min(per_story, remaining)
-    return lines
+    """``n_questions`` questions' worth of stories from the package's entry point."""
+    return generate_stories(task, n_questions, seed)
 
 
 def parse_task(task: int, lines: list[str]) -> list[list[Line]]:
