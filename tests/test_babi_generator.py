@@ -147,10 +147,11 @@ def generated() -> dict[int, list[str]]:
     return {task: generate_stories(task, 1000, seed=7) for task in TASKS}
 
 
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("task", sorted(SUPPORTED_TASKS))
 def test_deterministic_per_seed(task: int) -> None:
-    assert generate_stories(task, 50, seed=3) == generate_stories(task, 50, seed=3)
-    assert generate_stories(task, 50, seed=3) != generate_stories(task, 50, seed=4)
+    """Every task, whichever module writes it: the same seed gives the same lines, another seed other lines."""
+    assert generate_stories(task, 40, seed=3) == generate_stories(task, 40, seed=3)
+    assert generate_stories(task, 40, seed=3) != generate_stories(task, 40, seed=4)
 
 
 @pytest.mark.parametrize("task", TASKS)
