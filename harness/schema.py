@@ -49,7 +49,7 @@ class KeyType:
 
     def describe(self) -> str:
         if self.choices is not None:
-            text = "one of " + ", ".join(map(str, self.choices))
+            text = "one of " + ", ".join(_runs(self.choices))
         else:
             text = " or ".join(f"a{'n' if t == 'int' else ''} {t}" for t in self.types)
             if self.length is not None and self.types == ("list",):
@@ -61,6 +61,26 @@ class KeyType:
             elif self.maximum is not None:
                 text += f" <= {_num(self.maximum)}"
         return text + (" (or null)" if self.nullable else "")
+
+
+def _runs(choices: tuple[Any, ...]) -> list[str]:
+    """The choices as text, three or more consecutive integers as one range: (1, 2, ..., 20, 'all') ->
+    ['1..20', 'all']."""
+    shown: list[str] = []
+    run: list[int] = []
+    for choice in (*choices, None):
+        is_int = isinstance(choice, int) and not isinstance(choice, bool)
+        if is_int and run and choice == run[-1] + 1:
+            run.append(choice)
+            continue
+        if len(run) >= 3:
+            shown.append(f"{run[0]}..{run[-1]}")
+        else:
+            shown.extend(map(str, run))
+        run = [choice] if is_int else []
+        if not is_int and choice is not None:
+            shown.append(str(choice))
+    return shown
 
 
 def _num(value: float) -> str:
@@ -137,7 +157,7 @@ def check_value(key: str, value: Any, kind: KeyType, origin: str = "") -> None:
             fail()
         return
     if kind.choices is not None:
-        if value not in kind.choices or isinstance(value, bool) != isinstance(kind.choices[0], bool):
+        if not any(value == choice and type(value) is type(choice) for choice in kind.choices):  # 1.0 is not 1
             fail()
         return
     if not any(_is(value, name) for name in kind.types):

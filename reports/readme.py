@@ -116,19 +116,86 @@ def _throughput(runs: list[RunRecord], key: str = "train/examples_per_s") -> str
     return f"{statistics.fmean(values):,.0f}" if values else "–"
 
 
+def _all_tasks(group: list[RunRecord]) -> bool:
+    return str(cfg_get(group[0].config, "task.babi_id")) == "all"
+
+
 def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     rows = []
-    order = sorted(groups(runs, "babi"), key=lambda g: (g[0].model, int(cfg_get(g[0].config, "task.babi_id") or 0),
-                                                        _babi_data(g[0]), natural_key(g[0].run_id)))
+    single = [group for group in groups(runs, "babi") if not _all_tasks(group)]
+    order = sorted(single, key=lambda g: (g[0].model, int(cfg_get(g[0].config, "task.babi_id") or 0),
+                                          _babi_data(g[0]), natural_key(g[0].run_id)))
     for group in order:
         run = group[0]
         error = _mean_sd(_values(group, "test/error"), 100, 2)
-        rows.append([str(cfg_get(run.config, "task.babi_id")), run.model, _babi_data(run), str(run.profile),
+        rows.append([str(cfg_get(run.config, "task.babi_id")), _babi_model(run), _babi_data(run), str(run.profile),
                      str(len(group)), error, published(papers, group, "test/error"), _count(group, "steps"),
                      _throughput(group), _minutes(group), _ids(group)])
     header = ["bAbI task", "model", "data", "profile", "seeds", "test error %", "paper (Table 2)", "steps",
               "train examples/s", "wall time", "runs"]
-    return ["### bAbI (Schlag & Schmidhuber 2018, Table 2)", "", *_table(header, rows), *fidelity_lines(order)]
+    joint = [group for group in groups(runs, "babi") if _all_tasks(group)]
+    return ["### bAbI (Schlag & Schmidhuber 2018, Table 2)", "", *_table(header, rows), *fidelity_lines(order),
+            *ablation_lines(order), *all_tasks_lines(joint, papers)]
+
+
+ALL_OPERATIONS = ("write", "move", "backlink")
+# Schlag & Schmidhuber 2018, Table 3: the tasks each ablation failed (test error > 5%); all three fail none.
+TABLE3_FAILED = {("write",): {3, 6, 9, 10, 12, 13, 17, 19}, ("write", "move"): {9, 10, 13, 17},
+                 ("write", "backlink"): {3}}
+
+
+def _operations(run: RunRecord) -> tuple[str, ...]:
+    """TPR-RNN's memory operations (``model.operations``); all three for runs from before the option."""
+    return tuple(cfg_get(run.config, "model.operations") or ALL_OPERATIONS)
+
+
+def _babi_model(run: RunRecord) -> str:
+    """The model's name, with its memory operations when some are ablated (Table 3)."""
+    operations = _operations(run)
+    return run.model if set(operations) == set(ALL_OPERATIONS) else f"{run.model} ({' + '.join(operations)})"
+
+
+def ablation_lines(babi_groups: list[list[RunRecord]]) -> list[str]:
+    """Table 3's ablations (``model.operations``, ``sweeps/babi_tpr_rnn_ablations_cpu.yaml``) beside the full model's
+    runs of the same tasks; nothing when there are none."""
+    ablated = [group for group in babi_groups if set(_operations(group[0])) != set(ALL_OPERATIONS)]
+    tasks = {cfg_get(group[0].config, "task.babi_id") for group in ablated}
+    full = [group for group in babi_groups if group[0].model == "tpr_rnn" and group not in ablated
+            and cfg_get(group[0].config, "task.babi_id") in tasks
+            and cfg_get(group[0].config, "task.source") == "files"]
+    rows = []
+    for group in sorted(ablated + full, key=lambda g: (int(cfg_get(g[0].config, "task.babi_id")),
+                                                        -len(_operations(g[0])), _operations(g[0]))):
+        run = group[0]
+        babi_id, operations = int(cfg_get(run.config, "task.babi_id")), _operations(run)
+        failed = babi_id in TABLE3_FAILED.get(operations, set())
+        rows.append([str(babi_id), " + ".join(operations), _babi_data(run), str(run.profile), str(len(group)),
+                     _mean_sd(_values(group, "test/error"), 100, 2), "> 5 (failed)" if failed else "< 5",
+                     _minutes(group), _ids(group)])
+    if not ablated:
+        return []
+    header = ["bAbI task", "operations", "data", "profile", "seeds", "test error %", "paper (Table 3)", "wall time",
+              "runs"]
+    return ["", "Ablations of the memory operations (Table 3; `model.operations`): the paper reports which tasks "
+            "each variant fails (test error > 5%), not the errors.", "", *_table(header, rows)]
+
+
+def all_tasks_lines(joint_groups: list[list[RunRecord]], papers: list[PaperSpec]) -> list[str]:
+    """The all-tasks setting (``task.babi_id=all``, ``sweeps/babi_all_tasks_cpu.yaml``): one table per
+    configuration, a row per task (its own test file) and the mean, beside the paper's Table 4."""
+    lines = []
+    for group in joint_groups:
+        run = group[0]
+        rows = [[str(babi_id), _mean_sd(_values(group, f"test_qa{babi_id}/error"), 100, 2),
+                 published(papers, group, f"test_qa{babi_id}/error")] for babi_id in range(1, 21)]
+        rows.append(["mean of the 20", _mean_sd(_values(group, "test/error"), 100, 2),
+                     published(papers, group, "test/error")])
+        header = ["bAbI task", f"{run.model} test error % ({len(group)} seed{'s' if len(group) > 1 else ''})",
+                  "paper (Table 4: mean of 8 runs)"]
+        lines += ["", f"All-tasks setting: one {run.model} trained on the 20 tasks together ({_babi_data(run)}, "
+                  f"{run.profile} profile, {_count(group, 'steps')} steps, {_throughput(group)} train examples/s, "
+                  f"{_minutes(group)}; {_ids(group)}), tested on each task's test file.", "", *_table(header, rows)]
+    return lines
 
 
 FIDELITY_TARGET = 0.9  # accuracy on the official test file of a model trained only on generated data

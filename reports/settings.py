@@ -8,6 +8,7 @@ config key of our runs to what the paper's number was measured under::
       task.data_set: {any_of: [en-10k, en-valid-10k]}
       task.test_sets: {contains: "{object_set}"}  # a list that holds the value; {field} reads the row
       task.env.n: 9
+      model.operations: {absent_or: [write, move, backlink]}   # runs from before the key existed count
 
 A run matches when its resolved config satisfies every entry. The report colours a published cell only
 against matching runs that are not stale; every other run of the row's task and model appears beside it,
@@ -22,7 +23,7 @@ from typing import Any
 from reports.store import RunRecord, cfg_get
 
 _ABSENT = object()
-OPERATORS = ("any_of", "contains")
+OPERATORS = ("any_of", "contains", "absent_or")
 
 
 def check(settings: Any, where: str) -> dict[str, Any]:
@@ -34,7 +35,7 @@ def check(settings: Any, where: str) -> dict[str, Any]:
     for key, want in settings.items():
         if isinstance(want, dict) and (len(want) != 1 or next(iter(want)) not in OPERATORS):
             raise ValueError(f"{where}: settings.{key} must be a value or one of "
-                             f"{{any_of: [...]}}, {{contains: value}}")
+                             f"{{any_of: [...]}}, {{contains: value}}, {{absent_or: value}}")
     return dict(settings)
 
 
@@ -59,6 +60,8 @@ def _norm(value: Any) -> str:
 
 
 def _satisfied(have: Any, want: Any) -> bool:
+    if isinstance(want, dict) and "absent_or" in want:  # a key added later: older runs ran with this value
+        return have is _ABSENT or _norm(have) == _norm(want["absent_or"])
     if have is _ABSENT:
         return False
     if isinstance(want, dict) and "any_of" in want:
@@ -77,6 +80,8 @@ def _shown(value: Any) -> str:
         return " or ".join(_shown(v) for v in value["any_of"])
     if isinstance(value, dict) and "contains" in value:
         return f"⊇ {_shown(value['contains'])}"
+    if isinstance(value, dict) and "absent_or" in value:
+        return _shown(value["absent_or"])
     if isinstance(value, list):
         return "[" + ", ".join(_shown(v) for v in value) + "]"
     return str(value)

@@ -18,7 +18,7 @@ def test_discovers_tasks_and_models_from_yaml():
     assert "babi" in registry.tasks
     assert {"tpr_rnn", "lstm"} <= set(registry.models)
     assert registry.tasks["babi"].interface == "story"
-    assert registry.models["tpr_rnn"].interfaces["story"] == "models.tpr_rnn.model:TPRRNN"
+    assert registry.models["tpr_rnn"].interfaces["story"] == "models.tpr_rnn.operations:story_model"
 
 
 def test_compatibility_is_computed_from_declarations():

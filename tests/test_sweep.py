@@ -86,8 +86,9 @@ BAD_SWEEPS = {  # what the file says (None: no file; a string: the whole file; a
     "grid value of the wrong type": ({"space": "{task.babi_id: {type: grid, values: [1, six]}}"},
                                      "space 'task.babi_id' with lstm: bad value for 'task.babi_id'"),
     "float range on an int key": ({"space": "{task.babi_id: {type: uniform, low: 1.0, high: 5.0}}"},
-                                  "bad value for 'task.babi_id'.*not an int"),
-    "range end out of bounds": ({"space": "{task.babi_id: {type: randint, low: 1, high: 30}}"}, "29 is not an int in"),
+                                  "bad value for 'task.babi_id'.*1.0 is not one of 1..20, all"),
+    "range end out of bounds": ({"space": "{task.babi_id: {type: randint, low: 1, high: 30}}"},
+                                "29 is not one of 1..20, all"),
 }
 
 

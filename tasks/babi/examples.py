@@ -31,6 +31,10 @@ def describe(cfg: Any, data: Any, split: str, examples: list[int],
              said: list[tuple[int, int]]) -> list[dict[str, str]]:
     """Story (the statements the model read), question, answer and what the model said, per example;
     ``said`` holds each example's (target id, predicted id)."""
+    if str(cfg.task.babi_id) == "all":
+        from tasks.babi.joint import describe_joint
+
+        return describe_joint(cfg, split, examples, said)
     task = BabiTask(cfg)
     files, _ = task.locate()
     train = read_samples(files["train"])
@@ -39,13 +43,16 @@ def describe(cfg: Any, data: Any, split: str, examples: list[int],
     words = {index: word for word, index in build_vocab(train).items()}
     samples = _test_samples(task, split)
     limit = story_limit(task.babi_id, cfg.task.max_story_sentences)
-    described = []
-    for example, (target, prediction) in zip(examples, said, strict=True):
-        sample = samples[example]
-        if words.get(target) not in (sample.answer, UNK):
-            raise ValueError(f"bAbI {split} example {example}: target id {target} reads '{words.get(target)}', "
-                             f"not the file's answer '{sample.answer}': the data differs from the run's")
-        described.append({"story": "\n".join(" ".join(sentence) for sentence in sample.story[-limit:]),
-                          "question": " ".join(sample.question), "answer": sample.answer,
-                          "said": words.get(prediction, f"<id {prediction}>")})
-    return described
+    return [described_sample(samples[example], words, target, prediction, limit, split, example)
+            for example, (target, prediction) in zip(examples, said, strict=True)]
+
+
+def described_sample(sample: Sample, words: dict[int, str], target: int, prediction: int, limit: int, split: str,
+                     example: int) -> dict[str, str]:
+    """One example as text; a target id that does not read back as the file's answer is an error."""
+    if words.get(target) not in (sample.answer, UNK):
+        raise ValueError(f"bAbI {split} example {example}: target id {target} reads '{words.get(target)}', "
+                         f"not the file's answer '{sample.answer}': the data differs from the run's")
+    return {"story": "\n".join(" ".join(sentence) for sentence in sample.story[-limit:]),
+            "question": " ".join(sample.question), "answer": sample.answer,
+            "said": words.get(prediction, f"<id {prediction}>")}
