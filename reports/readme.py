@@ -55,8 +55,10 @@ def _minutes(runs: list[RunRecord]) -> str:
     return f"{statistics.fmean(times) / 60:.1f} min" if times else "–"
 
 
-def _count(runs: list[RunRecord], key: str) -> str:
-    values = [float(run.results[key]) for run in runs if isinstance(run.results.get(key), int | float)]
+def _count(runs: list[RunRecord], key: str, within: str | None = None) -> str:
+    """The mean of ``results.json``'s ``key`` (or ``within[key]``, e.g. its ``throughput``), without decimals."""
+    found = [(run.results.get(within) or {}) if within else run.results for run in runs]
+    values = [float(v) for record in found if isinstance(v := record.get(key), int | float)]
     return f"{statistics.fmean(values):,.0f}" if values else "–"
 
 
@@ -112,8 +114,7 @@ def _babi_data(run: RunRecord) -> str:
 
 
 def _throughput(runs: list[RunRecord], key: str = "train/examples_per_s") -> str:
-    values = [float(v) for run in runs if isinstance(v := (run.results.get("throughput") or {}).get(key), int | float)]
-    return f"{statistics.fmean(values):,.0f}" if values else "–"
+    return _count(runs, key, within="throughput")
 
 
 def _all_tasks(group: list[RunRecord]) -> bool:
