@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -21,11 +24,13 @@ def one_thread():  # noqa: ANN201 - a generator fixture
     torch.set_num_threads(threads)
 
 
-def make_core(degree: int = 2, seed: int = 0, hidden: int = 5, n_e: int = 3, programs: int = 4) -> LinearLogicCore:
+def make_core(degree: int = 2, seed: int = 0, hidden: int = 5, n_e: int = 3, programs: int = 4,
+              activation: str = "relu") -> LinearLogicCore:
     """A small core in float64 with a random (nonzero) V, so the program term counts."""
     torch.manual_seed(seed)
     cfg = OmegaConf.create({"embedding_size": 6, "hidden_size": hidden, "program_input_size": n_e,
-                            "programs": programs, "degree": degree})
+                            "programs": programs, "degree": degree, "recurrent_init": 1.0,
+                            "state_activation": activation})
     core = LinearLogicCore(cfg).double()
     with torch.no_grad():
         for v in core.V:
@@ -39,8 +44,9 @@ def relu(x: torch.Tensor) -> torch.Tensor:
     return (x + x.abs()) / 2
 
 
-def literal_state(core: LinearLogicCore, xs: torch.Tensor) -> torch.Tensor:
-    """One example, one step at a time, one program at a time: xs [T, in_dim] -> h_T [H]."""
+def literal_state(core: LinearLogicCore, xs: torch.Tensor, sigma: Callable = relu) -> torch.Tensor:
+    """One example, one step at a time, one program at a time: xs [T, in_dim] -> h_T [H]; ``sigma`` is that of
+    (2.4) (the programs' of (2.2) is always the ReLU)."""
     U, H, E = core.U.weight, core.H.weight, core.E.weight
     h = torch.zeros(core.out_dim, dtype=xs.dtype)
     for x in xs:
@@ -53,20 +59,22 @@ def literal_state(core: LinearLogicCore, xs: torch.Tensor) -> torch.Tensor:
             P, V = core.program_matrices(k), core.V[k - 2].weight
             q = torch.stack([(relu(P[i] @ h) * product).sum() for i in range(core.programs)])  # (2.2), Example 2.2
             total = total + V @ q
-        h = relu(total)  # (2.4)
+        h = sigma(total)  # (2.4)
     return h
 
 
-@pytest.mark.parametrize("degree", [1, 2, 3])
-def test_the_batched_core_is_the_literal_per_example_update(degree: int):
-    core = make_core(degree)
+@pytest.mark.parametrize(("degree", "activation"), [(1, "relu"), (2, "relu"), (3, "relu"), (2, "tanh")])
+def test_the_batched_core_is_the_literal_per_example_update(degree: int, activation: str):
+    core = make_core(degree, activation=activation)
+    sigma = relu if activation == "relu" else torch.tanh
     x = torch.randn(3, 7, 6, dtype=torch.float64)
     mask = torch.arange(7).unsqueeze(0) < torch.tensor([[7], [4], [1]])
     out = core(x, mask)
-    assert out.shape == (3, core.out_dim) and (out >= 0).all()
+    assert out.shape == (3, core.out_dim)
+    assert (out >= 0).all() if activation == "relu" else (out.abs() < 1).all()
     for b, length in enumerate((7, 4, 1)):
-        torch.testing.assert_close(out[b], literal_state(core, x[b, :length]), rtol=1e-10, atol=1e-12)
-    assert out.abs().sum() > 0
+        torch.testing.assert_close(out[b], literal_state(core, x[b, :length], sigma), rtol=1e-10, atol=1e-12)
+    assert out.abs().sum() > 0 and (activation == "relu" or (out < 0).any())
 
 
 def test_example_2_2_of_the_paper():
@@ -96,16 +104,20 @@ def test_degree_one_is_the_plain_rnn_and_each_degree_adds_a_term_of_its_own():
     assert not torch.allclose(core3.step(x, h), core2.step(x, h))
 
 
-def test_a_fresh_core_starts_as_the_plain_rnn_and_rejects_degree_zero():
+def test_a_fresh_core_starts_as_the_plain_rnn_and_rejects_bad_settings():
     torch.manual_seed(0)
     cfg = OmegaConf.create({"embedding_size": 6, "hidden_size": 5, "program_input_size": 3, "programs": 4,
-                            "degree": 2})
+                            "degree": 2, "recurrent_init": 0.9, "state_activation": "relu"})
     core = LinearLogicCore(cfg)
-    assert torch.equal(core.H.weight, torch.eye(5)) and not core.V[0].weight.any()
+    assert torch.equal(core.H.weight, 0.9 * torch.eye(5)) and not core.V[0].weight.any()
     with pytest.raises(ValueError, match="model.degree must be 1"):
         LinearLogicCore(OmegaConf.merge(cfg, {"degree": 0}))
     with pytest.raises(UserError, match="model.degree"):
         compose("babi", "ll_rnn", "smoke", ["model.degree=0"])
+    with pytest.raises(ValueError, match="model.state_activation must be one of"):
+        LinearLogicCore(OmegaConf.merge(cfg, {"state_activation": "sigmoid"}))
+    with pytest.raises(UserError, match="model.state_activation"):
+        compose("babi", "ll_rnn", "smoke", ["model.state_activation=sigmoid"])
 
 
 def test_padding_steps_change_nothing():
@@ -135,7 +147,7 @@ def test_stories_read_the_same_with_more_padding():
 
 def test_gradients_are_finite_over_a_long_sequence(one_thread):  # noqa: ARG001 - fixture
     torch.manual_seed(0)
-    core = LinearLogicCore(compose("babi", "ll_rnn", "smoke").cfg.model)
+    core = LinearLogicCore(compose("babi", "ll_rnn", "smoke", ["model.state_activation=relu"]).cfg.model)
     with torch.no_grad():
         core.V[0].weight.normal_(0, 0.01)  # as after a few Adam steps
     x = torch.randn(2, 80, core.in_dim)  # the adapters' embeddings are N(0, 1); bAbI task 1 stories are ~70 words
@@ -147,7 +159,7 @@ def test_gradients_are_finite_over_a_long_sequence(one_thread):  # noqa: ARG001 
 def test_it_learns_to_recall_the_first_token_of_a_sequence(one_thread):  # noqa: ARG001 - fixture
     torch.manual_seed(0)
     cfg = OmegaConf.create({"name": "ll_rnn", "embedding_size": 12, "hidden_size": 12, "program_input_size": 4,
-                            "programs": 4, "degree": 2})
+                            "programs": 4, "degree": 2, "recurrent_init": 0.9, "state_activation": "relu"})
     model = TokenSequenceModel(cfg, {"vocab_size": 6, "num_classes": 6})
     optim = torch.optim.Adam(model.parameters(), lr=1e-2)
 
@@ -163,3 +175,29 @@ def test_it_learns_to_recall_the_first_token_of_a_sequence(one_thread):  # noqa:
         loss.backward()
         optim.step()
     assert before < 0.4 and accuracy() > 0.9  # chance: 0.2
+
+
+def first_adam_step_losses(overrides: list[str], steps: int = 400) -> tuple[float, float]:
+    """The loss of a cpu-profile ``ll_rnn`` reader on random 400-word inputs (bAbI task 2's longest stories are
+    427 words), before and after one Adam step at the profile's learning rate."""
+    torch.manual_seed(0)
+    composed = compose("babi", "ll_rnn", "cpu", overrides).cfg
+    model = TokenSequenceModel(composed.model, {"vocab_size": 40, "num_classes": 40})
+    optim = torch.optim.Adam(model.parameters(), lr=float(composed.optim.lr))
+    tokens, target, length = torch.randint(1, 40, (4, steps)), torch.randint(0, 40, (4,)), torch.full((4,), steps)
+    loss = torch.nn.functional.cross_entropy(model(tokens, length), target)
+    optim.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), float(composed.optim.grad_clip))
+    optim.step()
+    with torch.no_grad():
+        after = torch.nn.functional.cross_entropy(model(tokens, length), target)
+    return loss.item(), after.item()
+
+
+def test_a_task_2_length_story_gives_a_finite_loss_and_first_adam_step(one_thread):  # noqa: ARG001 - fixture
+    relu = ["model.state_activation=relu"]  # the paper's sigma (the bAbI pair file picks tanh)
+    before, after = first_adam_step_losses(relu)
+    assert math.isfinite(before) and math.isfinite(after) and before < 10
+    before_identity, after_identity = first_adam_step_losses([*relu, "model.recurrent_init=1.0"])  # the IRNN start
+    assert not (math.isfinite(after_identity) and before_identity < 10)
