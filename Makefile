@@ -1,5 +1,5 @@
 # The harness's entry points. Each target creates .venv and installs the pinned dependencies on first use.
-#   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
+#   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0 | SEEDS=0,1,2] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
 #   make sweep SWEEP=sweeps/<name>.yaml | make report | make publish RUNS="<run_id> ..." | make readme
 #   make test | make lint | make list | make perf | make sync | make clean
 
@@ -11,6 +11,7 @@ TASK ?= babi
 MODEL ?= tpr_rnn
 PROFILE ?= cpu
 SEED ?= 0
+SEEDS ?=
 ARGS ?=
 FORCE ?=
 
@@ -28,7 +29,7 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 bench: $(STAMP)
-	$(BIN)/harness bench --task $(TASK) --model $(MODEL) --profile $(PROFILE) --seed $(SEED) \
+	$(BIN)/harness bench --task $(TASK) --model $(MODEL) --profile $(PROFILE) $(if $(SEEDS),--seeds $(SEEDS),--seed $(SEED)) \
 		$(if $(filter-out 0,$(FORCE)),--force) -- $(ARGS)
 
 list: $(STAMP)
@@ -79,6 +80,8 @@ perf: $(STAMP)
 	@tail -n 1 bench/pathfinder_generator.log > bench/pathfinder_generator.json
 	$(BIN)/python -m harness.runners.bench_stepwise | tee bench/stepwise.log
 	@tail -n 1 bench/stepwise.log > bench/stepwise.json
+	$(BIN)/python -m harness.runners.bench_stacked | tee bench/stacked.log
+	@tail -n 1 bench/stacked.log > bench/stacked.json
 	$(BIN)/python -m harness.bench_start | tee bench/start.log
 	@tail -n 1 bench/start.log > bench/start.json
 

@@ -67,7 +67,26 @@ def _compose(args: argparse.Namespace):  # noqa: ANN202 - returns harness.config
     return compose(args.task, args.model, args.profile, overrides)
 
 
+def _seed_list(text: str) -> list[int]:
+    try:
+        seeds = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UserError(f"--seeds takes comma-separated integers, e.g. 0,1,2; got {text!r}") from None
+    if not seeds:
+        raise UserError("--seeds is empty; give e.g. 0,1,2")
+    return seeds
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.seeds is not None:  # one stacked computation, one run per seed
+        if args.seed is not None:
+            raise UserError("give --seed (one run) or --seeds (a stack of runs), not both")
+        from harness.config import compose
+        from harness.runners.stacked_launch import launch_stack
+
+        stack = [compose(args.task, args.model, args.profile, [*args.overrides, f"seed={seed}"])
+                 for seed in _seed_list(args.seeds)]
+        return launch_stack(stack, force=args.force, runs_dir=Path(args.runs_dir) if args.runs_dir else None)
     composed = _compose(args)
     from harness.runners.launch import launch
 
@@ -221,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--model", required=True)
         p.add_argument("--profile", default="cpu", help="smoke | cpu (default) | paper")
         p.add_argument("--seed", type=int, default=None)
+        if name == "bench":
+            p.add_argument("--seeds", default=None, metavar="0,1,2",
+                           help="train one run per seed as one stacked computation (supervised runs)")
         p.add_argument("--force", action="store_true", default=_truthy(os.environ.get("FORCE")),
                        help="retrain even if the run completed")
         p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")

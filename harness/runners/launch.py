@@ -218,6 +218,16 @@ def _existing(run: Run, force: bool, composed: Composed) -> dict[str, Any] | Non
     return run.read_results()
 
 
+def open_tracker(run: Run, composed: Composed) -> Tracker:
+    """The run's W&B mirror (a no-op when W&B is disabled)."""
+    cfg = composed.cfg
+    return Tracker(run.path, composed.run_id, OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
+                   project=cfg.tracking.project,
+                   group=cfg.tracking.group or f"{cfg.task.name}-{cfg.model.name}",
+                   tags=[f"task:{cfg.task.name}", f"model:{cfg.model.name}", f"profile:{cfg.profile}",
+                         f"seed:{cfg.seed}", *cfg.tracking.tags])
+
+
 def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None) -> int:
     """Run (or resume, or report) one composed configuration; returns the process exit code."""
     cfg = composed.cfg
@@ -253,11 +263,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     previous_wall = float(results.get("wall_time_s") or 0.0)
     started = time.perf_counter()
     print(f"run {composed.run_id} ({'resuming' if attempt_count(results) > 1 else 'new'}; W&B {mode})", flush=True)
-    tracker = Tracker(run.path, composed.run_id, OmegaConf.to_container(cfg, resolve=True),  # type: ignore[arg-type]
-                      project=cfg.tracking.project,
-                      group=cfg.tracking.group or f"{cfg.task.name}-{cfg.model.name}",
-                      tags=[f"task:{cfg.task.name}", f"model:{cfg.model.name}", f"profile:{cfg.profile}",
-                            f"seed:{cfg.seed}", *cfg.tracking.tags])
+    tracker = open_tracker(run, composed)
     exit_code = 1
     with terminate_as_interrupt():
         try:

@@ -1,0 +1,241 @@
+"""The life of a stack of runs (``harness bench ... --seeds 0,1,2``): the K runs of one config that differ only in
+``seed``, each with its own run directory, statuses and provenance exactly as :func:`harness.runners.launch.launch`
+gives one run, trained together by :class:`harness.runners.stacked.StackedTrainer`.
+
+* The configs are checked to differ in ``seed`` only (one line naming the first other difference otherwise).
+* Completed members are reported, not retrained (``force`` retrains them); the data is loaded once; each member's
+  model is built as its solo run builds it (``seed_everything(seed)``, then the model).
+* Members resume from their own checkpoints: members checkpointed at the same epoch share a stack; a member whose
+  checkpoint was written by the solo runner resumes alone with it; a finished member is only tested.
+* Each member ends ``completed``, ``diverged`` (its loss turned non-finite: it leaves the stack, the others go
+  on), ``interrupted`` or ``failed``; its ``results.json`` records the stack (``stack``: the members' run ids)
+  and the stack's wall time.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from harness.config import Composed
+from harness.data import EpochShuffleSampler
+from harness.errors import DivergedError, UserError
+from harness.interfaces import check_task_data
+from harness.paths import check_writable_folder
+from harness.registry import load_entry
+from harness.runners.build import Prepared, _device_description, _model_error, prepare_task
+from harness.runners.launch import (
+    _existing,
+    _finish,
+    _start,
+    _summary_line,
+    check_run_config,
+    check_targets,
+    open_tracker,
+    terminate_as_interrupt,
+)
+from harness.runners.recorder import RunRecorder
+from harness.runners.stacked import Member, StackedTrainer
+from harness.runs import Run, default_runs_dir, run_dir
+from harness.tracking import configure_environment
+
+
+def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(tree, dict):
+        flat: dict[str, Any] = {}
+        for key, value in tree.items():
+            flat.update(_flat(value, f"{prefix}{key}."))
+        return flat
+    return {prefix.rstrip("."): tree}
+
+
+def check_stackable(stack: list[Composed]) -> None:
+    """The configs must be supervised single runs that differ only in ``seed`` (distinct seeds), and keep one
+    learning rate for every member (no decay on validation loss)."""
+    if not stack:
+        raise UserError("a stack needs at least one run")
+    first = stack[0]
+    if first.kind != "supervised" or first.cfg.protocol.name != "single":
+        raise UserError(f"only supervised single runs stack; {first.run_id} is {first.kind}/{first.cfg.protocol.name}")
+    if first.cfg.optim.decay_below_val_loss is not None:
+        raise UserError("optim.decay_below_val_loss would give the members different learning rates: run them "
+                        "one by one")
+    reference = _flat(OmegaConf.to_container(first.cfg, resolve=True))
+    reference.pop("seed")
+    seeds = [int(c.cfg.seed) for c in stack]
+    if len(set(seeds)) != len(seeds):
+        raise UserError(f"the stack repeats a seed: {seeds}")
+    for composed in stack[1:]:
+        other = _flat(OmegaConf.to_container(composed.cfg, resolve=True))
+        other.pop("seed")
+        differing = sorted(key for key in set(reference) | set(other) if reference.get(key) != other.get(key))
+        if differing:
+            raise UserError(f"stacked runs may differ only in seed; {composed.run_id} differs from {first.run_id} "
+                            f"in {', '.join(differing)}")
+
+
+def _resume_point(run: Run, max_epochs: int) -> str | int:
+    """Where a member starts: ``"solo"`` (a checkpoint of the solo runner), ``"done"`` (only its test is left),
+    or the number of epochs its checkpoint completed (0: from scratch)."""
+    from harness.runners.supervised import intact_checkpoint, load_checkpoint
+
+    path = intact_checkpoint(run)
+    if path is None:
+        return 0
+    saved = load_checkpoint(path).get("harness", {})
+    if "stacked" not in saved:
+        return "solo"
+    epochs = int(saved["stacked"]["epochs_done"])
+    return "done" if saved.get("fit_stopped") or epochs >= max_epochs else epochs
+
+
+class StackLaunch:
+    """The members of one stack, from their configs to their stored outcomes."""
+
+    def __init__(self, stack: list[Composed], force: bool, runs_dir: Path | None) -> None:
+        check_stackable(stack)
+        for composed in stack:
+            check_run_config(composed)
+        self.prepared: list[Prepared] = [prepare_task(composed) for composed in stack]
+        first = stack[0]
+        if first.task.data_check:
+            load_entry(first.task.data_check)(first.cfg.task)
+        check_writable_folder(runs_dir or default_runs_dir(), "runs folder")
+        self.force = force
+        self.todo: list[tuple[Composed, Prepared, Run]] = []
+        for composed, prepared in zip(stack, self.prepared, strict=True):
+            run = run_dir(composed.cfg.task.name, composed.cfg.model.name, composed.run_id, runs_dir)
+            if run.owner_alive():
+                raise UserError(f"run {composed.run_id} is in progress (pid {run.read_results()['owner']['pid']})")
+            if not force and run.exists() and run.status == "completed":
+                print("already completed (FORCE=1 retrains):")
+                print(_summary_line(run, run.read_results()))
+                continue
+            self.todo.append((composed, prepared, run))
+
+    def _build(self) -> tuple[Any, list[Any]]:
+        """The data (loaded once: the members share it) and each member's model, seeded as its solo run."""
+        import lightning.pytorch as pl
+        import torch
+
+        from harness.runners.analysis import check_analysis_split
+
+        composed, prepared, _ = self.todo[0]
+        cfg = composed.cfg
+        if cfg.train.threads:
+            torch.set_num_threads(int(cfg.train.threads))
+        data = prepared.task.load()
+        check_analysis_split(cfg, data)
+        check_task_data(composed.task.name, composed.task.interface, data)
+        check_targets(data)
+        entry = composed.model.interfaces[composed.task.interface]
+        models = []
+        for member, _, _ in self.todo:
+            pl.seed_everything(int(member.cfg.seed), workers=True, verbose=False)
+            try:
+                models.append(load_entry(entry)(member.cfg.model, data.info))
+            except ValueError as exc:
+                raise _model_error(member, exc) from None
+        return data, models
+
+    def run(self) -> int:
+        if not self.todo:
+            return 0
+        data, models = self._build()
+        self._data = data
+        previous = [_existing(run, self.force, composed) for composed, _, run in self.todo]
+        mode = configure_environment()
+        records = [_start(run, composed, prepared, prev)
+                   for (composed, prepared, run), prev in zip(self.todo, previous, strict=True)]
+        walls = [float(r.get("wall_time_s") or 0.0) for r in records]
+        ids = [composed.run_id for composed, _, _ in self.todo]
+        trackers = [open_tracker(run, composed) for composed, _, run in self.todo]
+        members = []
+        for (composed, _, run), record, tracker, model in zip(self.todo, records, trackers, models, strict=True):
+            train_cfg = composed.cfg.train
+            record.update(device=_device_description(), data_source=data.source, stack=ids,
+                          parameters=sum(p.numel() for p in model.parameters()))
+            run.write_results(record)
+            recorder = RunRecorder(run, tracker, monitor=train_cfg.monitor, monitor_mode=train_cfg.monitor_mode,
+                                   max_epochs=train_cfg.max_epochs)
+            members.append(Member(composed.cfg, run, recorder,
+                                  EpochShuffleSampler(len(data.train), seed=int(composed.cfg.seed))))
+        print(f"stack of {len(members)} runs (W&B {mode}): {', '.join(ids)}", flush=True)
+        started = time.perf_counter()
+        summaries: dict[str, dict[str, Any]] = {}
+        with terminate_as_interrupt():
+            try:
+                summaries = self._train(data, members, models)
+            except UserError as exc:
+                self._close(records, "failed", str(exc))
+                raise
+            except (KeyboardInterrupt, SystemExit):
+                self._close(records, "interrupted", "interrupted (the same command resumes the run)")
+                raise KeyboardInterrupt from None
+            except Exception as exc:
+                self._close(records, "failed", f"{type(exc).__name__}: {exc}")
+                raise
+            finally:
+                self._finish_all(members, records, summaries, walls, time.perf_counter() - started, trackers)
+        return 0 if all(r["status"] == "completed" for r in records) else 1
+
+    def _train(self, data: Any, members: list[Member], models: list[Any]) -> dict[str, dict[str, Any]]:
+        """Group the members by where they resume, train each group as one stack, then test them all."""
+        from harness.runners.supervised import intact_checkpoint, load_checkpoint, train_and_test
+
+        cfg = members[0].cfg
+        points = [_resume_point(m.run, int(cfg.train.max_epochs)) for m in members]
+        summaries: dict[str, dict[str, Any]] = {}
+        for point in dict.fromkeys(points):
+            group = [i for i, p in enumerate(points) if p == point]
+            if point == "solo":  # checkpoints of the solo runner: its own loop resumes them
+                for i in group:
+                    summaries[members[i].run.path.name] = train_and_test(
+                        members[i].cfg, data, models[i], members[i].run, members[i].recorder.tracker)
+                continue
+            if point == "done":
+                continue
+            trainer = StackedTrainer(cfg, data, [members[i] for i in group], [models[i] for i in group])
+            if point:
+                trainer.resume([load_checkpoint(intact_checkpoint(members[i].run)) for i in group])  # type: ignore[arg-type]
+                print(f"resuming {len(group)} member(s) after epoch {point}", flush=True)
+            trainer.fit()
+        tested = [i for i, p in enumerate(points) if p != "solo" and members[i].error is None]
+        if tested:
+            trainer = StackedTrainer(cfg, data, [members[i] for i in tested], [models[i] for i in tested])
+            summaries.update(trainer.test([members[i] for i in tested]))
+        return summaries
+
+    @staticmethod
+    def _close(records: list[dict[str, Any]], status: str, error: str) -> None:
+        for record in records:
+            if record.get("status") == "running":
+                record.update(status=status, error=error)
+
+    def _finish_all(self, members: list[Member], records: list[dict[str, Any]], summaries: dict[str, dict[str, Any]],
+                    walls: list[float], seconds: float, trackers: list[Any]) -> None:
+        for (composed, _, run), member, record, wall, tracker in zip(self.todo, members, records, walls, trackers,
+                                                                      strict=True):
+            summary = summaries.get(run.path.name)
+            if summary is not None:
+                record.update(summary, status="completed")
+            elif isinstance(member.error, DivergedError):
+                record.update(status="diverged", error=str(member.error))
+                print(f"diverged: {run.path.name}: {member.error}", file=sys.stderr, flush=True)
+            _finish(run, record, wall + seconds)
+            tracker.summary(record.get("metrics") or {})
+            tracker.finish(0 if record["status"] == "completed" else 1)
+            print(_summary_line(run, record), flush=True)
+            if record["status"] == "completed":
+                from harness.runners.predictions import write_after_run
+
+                write_after_run(run, composed, self._data)
+
+
+def launch_stack(stack: list[Composed], force: bool = False, runs_dir: Path | None = None) -> int:
+    """Run (or resume, or report) the stack's runs; returns the process exit code (0 when all completed)."""
+    return StackLaunch(stack, force, runs_dir).run()
