@@ -117,6 +117,12 @@ def _throughput(runs: list[RunRecord], key: str = "train/examples_per_s") -> str
     return _count(runs, key, within="throughput")
 
 
+def _budget(run: RunRecord) -> str:
+    """The training time a run was allowed (``train.max_time_s``), in minutes; '–' when unbounded."""
+    limit = cfg_get(run.config, "train.max_time_s")
+    return f"{float(limit) / 60:g} min" if isinstance(limit, int | float) else "–"
+
+
 def _all_tasks(group: list[RunRecord]) -> bool:
     return str(cfg_get(group[0].config, "task.babi_id")) == "all"
 
@@ -130,9 +136,9 @@ def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
         run = group[0]
         error = _mean_sd(_values(group, "test/error"), 100, 2)
         rows.append([str(cfg_get(run.config, "task.babi_id")), _babi_model(run), _babi_data(run), str(run.profile),
-                     str(len(group)), error, published(papers, group, "test/error"), _count(group, "steps"),
-                     _throughput(group), _minutes(group), _ids(group)])
-    header = ["bAbI task", "model", "data", "profile", "seeds", "test error %", "paper (Table 2)", "steps",
+                     _budget(run), str(len(group)), error, published(papers, group, "test/error"),
+                     _count(group, "steps"), _throughput(group), _minutes(group), _ids(group)])
+    header = ["bAbI task", "model", "data", "profile", "budget", "seeds", "test error %", "paper (Table 2)", "steps",
               "train examples/s", "wall time", "runs"]
     joint = [group for group in groups(runs, "babi") if _all_tasks(group)]
     return ["### bAbI (Schlag & Schmidhuber 2018, Table 2)", "", *_table(header, rows), *fidelity_lines(order),
