@@ -218,6 +218,19 @@ def _existing(run: Run, force: bool, composed: Composed) -> dict[str, Any] | Non
     return run.read_results()
 
 
+def already_completed(run: Run, composed: Composed, force: bool) -> bool:
+    """True (after printing its summary) when the run completed and ``force`` is off; a run that another live
+    process owns is a UserError."""
+    if run.owner_alive():
+        owner = run.read_results()["owner"]
+        raise UserError(f"run {composed.run_id} is in progress (pid {owner['pid']}); wait for it or stop it")
+    if not force and run.exists() and run.status == "completed":
+        print("already completed (FORCE=1 retrains):")
+        print(_summary_line(run, run.read_results()))
+        return True
+    return False
+
+
 def open_tracker(run: Run, composed: Composed) -> Tracker:
     """The run's W&B mirror (a no-op when W&B is disabled)."""
     cfg = composed.cfg
@@ -239,12 +252,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
         load_entry(composed.task.data_check)(cfg.task)
     check_writable_folder(runs_dir or default_runs_dir(), "runs folder")
     run = run_dir(cfg.task.name, cfg.model.name, composed.run_id, runs_dir)
-    if run.owner_alive():
-        owner = run.read_results()["owner"]
-        raise UserError(f"run {composed.run_id} is in progress (pid {owner['pid']}); wait for it or stop it")
-    if not force and run.exists() and run.status == "completed":
-        print("already completed (FORCE=1 retrains):")
-        print(_summary_line(run, run.read_results()))
+    if already_completed(run, composed, force):
         return 0
     if composed.kind == "stepwise":
         from harness.runners.stepwise import build_stepwise

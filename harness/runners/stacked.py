@@ -45,6 +45,7 @@ from harness.data import TARGET, EpochShuffleSampler, TaskData, TensorDictDatase
 from harness.errors import DivergedError
 from harness.optim import LearningRatePolicy, build_optimizer
 from harness.runners.analysis import run_analysis
+from harness.runners.predictions import test_splits
 from harness.runners.recorder import RunRecorder
 from harness.runners.stacked_model import StackedClassifier, clip_per_member, member_losses
 from harness.runners.supervised import AtomicCheckpointIO, _quiet_lightning, load_checkpoint
@@ -336,7 +337,7 @@ class StackedTrainer:
                                   strict=False)
             models.append(model)
         stack = StackedClassifier(models)
-        splits = {"test": self.data.test, **{f"test_{name}": split for name, split in self.data.extra_test.items()}}
+        splits = test_splits(self.data)
         measured = {name: evaluate(stack, split, int(self.train_cfg.eval_batch_size),
                                    self.train_cfg.limit_eval_batches) for name, split in splits.items()}
         summaries = {}

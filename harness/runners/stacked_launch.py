@@ -33,6 +33,7 @@ from harness.runners.launch import (
     _finish,
     _start,
     _summary_line,
+    already_completed,
     check_run_config,
     check_targets,
     open_tracker,
@@ -41,16 +42,8 @@ from harness.runners.launch import (
 from harness.runners.recorder import RunRecorder
 from harness.runners.stacked import Member, StackedTrainer
 from harness.runs import Run, default_runs_dir, run_dir
+from harness.schema import leaves
 from harness.tracking import configure_environment
-
-
-def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(tree, dict):
-        flat: dict[str, Any] = {}
-        for key, value in tree.items():
-            flat.update(_flat(value, f"{prefix}{key}."))
-        return flat
-    return {prefix.rstrip("."): tree}
 
 
 def check_stackable(stack: list[Composed]) -> None:
@@ -64,13 +57,13 @@ def check_stackable(stack: list[Composed]) -> None:
     if first.cfg.optim.decay_below_val_loss is not None:
         raise UserError("optim.decay_below_val_loss would give the members different learning rates: run them "
                         "one by one")
-    reference = _flat(OmegaConf.to_container(first.cfg, resolve=True))
+    reference = dict(leaves(OmegaConf.to_container(first.cfg, resolve=True)))
     reference.pop("seed")
     seeds = [int(c.cfg.seed) for c in stack]
     if len(set(seeds)) != len(seeds):
         raise UserError(f"the stack repeats a seed: {seeds}")
     for composed in stack[1:]:
-        other = _flat(OmegaConf.to_container(composed.cfg, resolve=True))
+        other = dict(leaves(OmegaConf.to_container(composed.cfg, resolve=True)))
         other.pop("seed")
         differing = sorted(key for key in set(reference) | set(other) if reference.get(key) != other.get(key))
         if differing:
@@ -109,13 +102,8 @@ class StackLaunch:
         self.todo: list[tuple[Composed, Prepared, Run]] = []
         for composed, prepared in zip(stack, self.prepared, strict=True):
             run = run_dir(composed.cfg.task.name, composed.cfg.model.name, composed.run_id, runs_dir)
-            if run.owner_alive():
-                raise UserError(f"run {composed.run_id} is in progress (pid {run.read_results()['owner']['pid']})")
-            if not force and run.exists() and run.status == "completed":
-                print("already completed (FORCE=1 retrains):")
-                print(_summary_line(run, run.read_results()))
-                continue
-            self.todo.append((composed, prepared, run))
+            if not already_completed(run, composed, force):
+                self.todo.append((composed, prepared, run))
 
     def _build(self) -> tuple[Any, list[Any]]:
         """The data (loaded once: the members share it) and each member's model, seeded as its solo run."""
