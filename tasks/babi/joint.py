@@ -88,21 +88,20 @@ class JointBabiTask:
 
     def resolve_source(self) -> str:
         """``files`` or ``generator``, the same for every task (a mix would make a run no one could name)."""
-        sources = {task.babi_id: task.resolve_source() for task in self.tasks}
-        if len(set(sources.values())) > 1:
-            with_files = [babi_id for babi_id, source in sources.items() if source == "files"]
+        sources = {task.resolve_source() for task in self.tasks}
+        if len(sources) > 1:
+            with_files = [task.babi_id for task in self.tasks if task.resolve_source() == "files"]
             raise UserError(f"task.babi_id=all: official files were found for tasks {_ids(with_files)} only; "
                             "stage all 20 or set task.source=generator")
-        return sources[TASK_IDS[0]]
+        return sources.pop()
 
     def describe_data(self) -> dict[str, Any]:
         """Every task's files (or generator settings) and one fingerprint over all of them."""
         files: dict[str, str] = {}
         params: dict[str, str] = {}
         labels = []
-        source = self.resolve_source()
         for task in self.tasks:
-            label, task_files, task_params = task._describe_source(source)
+            label, task_files, task_params = task._describe_source(self.resolve_source())
             files.update(task_files)
             params.update({f"qa{task.babi_id}.{key}": value for key, value in task_params.items()})
             labels.append(label)
@@ -170,8 +169,7 @@ def _ids(ids: list[int]) -> str:
     return ", ".join(map(str, ids)) if ids else "none"
 
 
-# the last run's samples and its vocabulary (id -> word), by its task config
-_READ: dict[str, tuple[dict[int, dict[str, list[Sample]]], dict[int, str]]] = {}
+_READ: dict[str, dict[int, dict[str, list[Sample]]]] = {}  # the last run's samples, by its task config
 
 
 def describe_joint(cfg: Any, split: str, examples: list[int], said: list[tuple[int, int]]) -> list[dict[str, str]]:
@@ -183,10 +181,10 @@ def describe_joint(cfg: Any, split: str, examples: list[int], said: list[tuple[i
     key = OmegaConf.to_yaml(cfg.task, resolve=True)
     if key not in _READ:  # a run page describes every test split in turn: read the 20 tasks once
         _READ.clear()
-        splits = JointBabiTask(cfg).read_splits()[0]
-        vocab = build_vocab([s for babi_id in TASK_IDS for s in splits[babi_id]["train"]])
-        _READ[key] = splits, {index: word for word, index in vocab.items()}
-    splits, words = _READ[key]
+        _READ[key] = JointBabiTask(cfg).read_splits()[0]
+    splits = _READ[key]
+    words = {index: word for word, index in
+             build_vocab([s for babi_id in TASK_IDS for s in splits[babi_id]["train"]]).items()}
     if split == "test":
         tested = [(babi_id, s) for babi_id in TASK_IDS for s in splits[babi_id]["test"]]
     else:
