@@ -100,12 +100,40 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
+# Fields a newer Python added to the syntax tree, left out of the digest while they hold their empty default, so
+# that the same file hashes alike on every supported Python (3.12 gave every def and class `type_params=[]`).
+_NEWER_EMPTY_FIELDS = frozenset({"type_params"})
+
+
+def canonical_dump(node: Any) -> str:
+    """The text ``ast.dump(node, annotate_fields=False, include_attributes=False)`` gives on Python 3.11, on any
+    Python: :func:`ast.dump`'s layout changes between versions (3.12 added ``type_params``, 3.13 drops empty
+    fields), so a run recorded on one Python would look stale on another. Like 3.11's dump: an optional field
+    holding None is left out, and every field after it is written ``name=value``."""
+    if isinstance(node, list):
+        return "[" + ", ".join(canonical_dump(item) for item in node) + "]"
+    if not isinstance(node, ast.AST):
+        return repr(node)
+    args = []
+    keywords = False
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if name in _NEWER_EMPTY_FIELDS and not value:
+            continue
+        if value is None and not (name == "value" and isinstance(node, ast.Constant | ast.MatchSingleton)):
+            keywords = True  # an optional field left empty
+            continue
+        text = canonical_dump(value)
+        args.append(f"{name}={text}" if keywords else text)
+    return f"{type(node).__name__}({', '.join(args)})"
+
+
 def source_digest(path: Path) -> str:
     """A hash of what a Python file does: its syntax tree without docstrings (comments never reach it)."""
     text = path.read_text(encoding="utf-8")
     try:
         tree = _strip_docstrings(ast.parse(text))
-        payload = ast.dump(tree, annotate_fields=False, include_attributes=False)
+        payload = canonical_dump(tree)
     except SyntaxError:
         payload = text
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
