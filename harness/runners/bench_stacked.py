@@ -3,6 +3,7 @@ the PrediNet paper's Table 1 grid (Shanahan et al., ICML 2020: 5 relations x 5 m
 batches of 10 each).
 
     python -m harness.runners.bench_stacked [--models predinet mlp1 ...] [--ks 1 3 4 16] [--threads 1 2]
+    python -m harness.runners.bench_stacked --device cuda --threads 1 --ks 1 3 16 64   # on a GPU
 
 Each model is composed exactly as ``harness bench --task relations_game --model <name> --profile cpu`` composes
 it (its ``model`` and ``optim`` sections, batch size ``train.batch_size``), built once per seed as the run builds
@@ -19,7 +20,9 @@ round, so that a load on the machine slows them alike), median over ``--repeats`
 Figures are total batches per second (K x steps per second), per thread count (``torch.set_num_threads``).
 The grid's projected wall time is 75 runs x 100,000 batches at the best rate; on 2 cores this is one process
 at 2 threads (measured) and, as a bound that assumes no contention, two 1-thread processes (twice the 1-thread
-rate; not measured). The last line is one JSON object (``make perf`` keeps it in ``bench/stacked.json``).
+rate; not measured). With ``--device cuda`` the models, their stacks and the batches live on the GPU (the
+thread count then only sets the host's threads) and the grid is projected for one process on that GPU. The last
+line is one JSON object (``make perf`` keeps it in ``bench/stacked.json``).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ TASK = "relations_game"
 MODELS = ("predinet", "mlp1", "mlp2", "relation_net", "mha")  # the models of the paper's Table 1
 GRID_RUNS = 5 * 5 * 3  # relations x models x seeds
 GRID_BATCHES = 100_000  # per run
+CPU = torch.device("cpu")
 
 
 def task_info(cfg: Any) -> dict[str, Any]:
@@ -56,12 +60,13 @@ def task_info(cfg: Any) -> dict[str, Any]:
             "num_tasks": len(vocabulary)}
 
 
-def build_seeded(cfg: Any, entry: str, info: dict[str, Any], seeds: list[int]) -> list[nn.Module]:
+def build_seeded(cfg: Any, entry: str, info: dict[str, Any], seeds: list[int],
+                 device: torch.device = CPU) -> list[nn.Module]:
     """One model per seed, each built as a run builds it: ``seed_everything(seed)``, then the constructor."""
     models = []
     for seed in seeds:
         pl.seed_everything(seed, verbose=False)
-        models.append(load_entry(entry)(cfg.model, info))
+        models.append(load_entry(entry)(cfg.model, info).to(device))
     return models
 
 
@@ -103,7 +108,8 @@ def stacked_step(models: list[nn.Module], cfg: Any, batch: dict[str, torch.Tenso
     return step
 
 
-def measure(model_name: str, ks: list[int], threads: list[int], repeats: int, warmup: int) -> dict[str, Any]:
+def measure(model_name: str, ks: list[int], threads: list[int], repeats: int, warmup: int,
+            device: torch.device = CPU) -> dict[str, Any]:
     """{threads: {variant: total batches/s}} for one model."""
     composed = compose(TASK, model_name, "cpu", [])
     cfg = composed.cfg
@@ -111,17 +117,18 @@ def measure(model_name: str, ks: list[int], threads: list[int], repeats: int, wa
     info = task_info(cfg)
     batch_size = int(cfg.train.batch_size)
     batch = random_batch(max(ks), batch_size, info, torch.Generator().manual_seed(0))
+    batch = {key: tensor.to(device) for key, tensor in batch.items()}
     single = {key: t[:1] for key, t in batch.items()}
-    steps = {"plain": plain_step(build_seeded(cfg, entry, info, [0])[0], cfg, batch),
-             "vmap_1": stacked_step(build_seeded(cfg, entry, info, [0]), cfg, single, vmap_one=True)}
+    steps = {"plain": plain_step(build_seeded(cfg, entry, info, [0], device)[0], cfg, batch),
+             "vmap_1": stacked_step(build_seeded(cfg, entry, info, [0], device), cfg, single, vmap_one=True)}
     members = {f"stacked_{k}": k for k in ks}
     for name, k in members.items():
         part = {key: t[:k] for key, t in batch.items()}
-        steps[name] = stacked_step(build_seeded(cfg, entry, info, list(range(k))), cfg, part)
+        steps[name] = stacked_step(build_seeded(cfg, entry, info, list(range(k)), device), cfg, part)
     rates: dict[str, dict[str, float]] = {}
     for count in threads:
         torch.set_num_threads(count)
-        ms = median_step_ms(steps, repeats, warmup, torch.device("cpu"))
+        ms = median_step_ms(steps, repeats, warmup, device)
         rates[str(count)] = {name: round(members.get(name, 1) * 1000.0 / value, 1) for name, value in ms.items()}
     return {"batch_size": batch_size, "optimizer": str(cfg.optim.name), "batches_per_s": rates}
 
@@ -132,13 +139,17 @@ def best(rates: dict[str, float]) -> tuple[str, float]:
     return name, rates[name]
 
 
-def projections(models: dict[str, Any]) -> dict[str, float]:
+def projections(models: dict[str, Any], on_gpu: bool = False) -> dict[str, float]:
     """Hours of the Table 1 grid (75 runs x 100,000 batches) on 2 cores, each at its best variant: all runs at
     PrediNet's rate, and (when all five were measured) 15 runs of each model at that model's rate. "2 threads" is
     one process at 2 threads (measured); "2 x 1 thread" is two 1-thread processes, twice the 1-thread rate (a
-    bound: it assumes the two processes do not slow each other)."""
+    bound: it assumes the two processes do not slow each other). On a GPU: one process at the first measured
+    thread count."""
     hours: dict[str, float] = {}
     setups = {"2 threads": ("2", 1.0), "2 x 1 thread (bound)": ("1", 2.0)}
+    if on_gpu:
+        first = next(iter(next(iter(models.values()))["batches_per_s"]), "1")
+        setups = {"one GPU": (first, 1.0)}
     for setup, (threads, factor) in setups.items():
         if "predinet" in models and threads in models["predinet"]["batches_per_s"]:
             variant, rate = best(models["predinet"]["batches_per_s"][threads])
@@ -159,16 +170,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--repeats", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = parser.parse_args(argv)
-    figures: dict[str, Any] = {"benchmark": "stacked", "task": TASK, "torch": torch.__version__,
+    device = torch.device(args.device)
+    figures: dict[str, Any] = {"benchmark": "stacked", "task": TASK, "torch": torch.__version__, "device": str(device),
                                "repeats": args.repeats, "models": {}, "grid_hours": {}}
     for name in args.models:
-        result = measure(name, args.ks, args.threads, args.repeats, args.warmup)
+        result = measure(name, args.ks, args.threads, args.repeats, args.warmup, device)
         figures["models"][name] = result
         for count, rates in result["batches_per_s"].items():
             shown = "  ".join(f"{variant}={rate:7.1f}" for variant, rate in rates.items())
             print(f"{name:>12} {count} thread(s), batches/s: {shown}", flush=True)
-    figures["grid_hours"] = projections(figures["models"])
+    figures["grid_hours"] = projections(figures["models"], on_gpu=device.type == "cuda")
     for what, value in figures["grid_hours"].items():
         print(f"Table 1 grid (75 runs x 100,000 batches), {what}: {value:.2f} h", flush=True)
     print(json.dumps(figures))
