@@ -15,6 +15,9 @@ It reproduces what :func:`harness.runners.supervised.train_and_test` does for on
   state sliced, so nothing changes for them);
 * at the end each member is tested with its best weights, its test row and summary written as a solo run's.
 
+Device: the GPU when there is one (as the solo runner's ``accelerator="auto"``), else the CPU; the stack and
+each batch live there, checkpoints are written from CPU copies.
+
 Time cap: a member is charged its share of the stack's time (the wall time of each step divided by the number
 of members in it), so a stack of K runs about as many batches within ``train.max_time_s`` as one run alone.
 
@@ -77,7 +80,7 @@ class WeightedMean:
         self.count = torch.tensor(0)
 
     def add(self, values: torch.Tensor, size: int) -> None:
-        self.total = self.total + values.detach().float() * size  # values [K]
+        self.total = self.total + values.detach().float().cpu() * size  # values [K]
         self.count = self.count + size
 
     def mean(self) -> torch.Tensor:
@@ -103,15 +106,36 @@ def _inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {name: t for name, t in batch.items() if name != TARGET}
 
 
+def training_device() -> torch.device:
+    """Where a stack trains: the GPU when there is one (the solo runner's ``accelerator="auto"``), else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _to(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    return {name: t.to(device) for name, t in batch.items()}
+
+
+def _cpu(value: Any) -> Any:
+    """A checkpoint's tensors (nested in dicts and lists) on the CPU, so any machine can read it."""
+    if isinstance(value, torch.Tensor):
+        return value.cpu()
+    if isinstance(value, dict):
+        return {key: _cpu(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_cpu(item) for item in value]
+    return value
+
+
 @torch.no_grad()
 def evaluate(stack: StackedClassifier, dataset: TensorDictDataset, batch_size: int,
              limit: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """(loss [K], accuracy [K]) of every member on the same examples, reduced as the solo runner's logs."""
     stack.template.eval()
+    device = stack.parameters()[0].device
     loss_mean, acc_mean = WeightedMean(stack.k), WeightedMean(stack.k)
     n = len(dataset)
     for start in range(0, limited(math.ceil(n / batch_size), limit) * batch_size, batch_size):
-        batch = dataset.__getitems__(list(range(start, min(start + batch_size, n))))
+        batch = _to(dataset.__getitems__(list(range(start, min(start + batch_size, n)))), device)
         target = batch[TARGET]  # [B]
         logits = stack.shared_logits(_inputs(batch))  # [K, B, C]
         loss, acc = member_losses(logits, target.expand(stack.k, -1))
@@ -176,7 +200,8 @@ class StackedTrainer:
         self.cfg, self.data, self.members = cfg, data, members
         self.train_cfg = cfg.train
         self.policy = LearningRatePolicy(cfg.optim)
-        self.stack = StackedClassifier(models)
+        self.device = training_device()
+        self.stack = StackedClassifier([model.to(self.device) for model in models])
         self.optimizer = build_optimizer(self.stack.parameters(), cfg.optim)
         self.active = list(members)  # members[i] is the stack's member i while training
         self.epoch, self.step = 0, 0
@@ -185,8 +210,8 @@ class StackedTrainer:
 
     # checkpoints ------------------------------------------------------------------------------
     def _checkpoint(self, member: Member, index: int) -> dict[str, Any]:
-        return {"state_dict": {f"model.{k}": v for k, v in self.stack.member_state_dict(index).items()},
-                "optimizer_states": [member_optimizer_state(self.optimizer, index, self.stack.k)],
+        return {"state_dict": {f"model.{k}": v.cpu() for k, v in self.stack.member_state_dict(index).items()},
+                "optimizer_states": [_cpu(member_optimizer_state(self.optimizer, index, self.stack.k))],
                 "epoch": self.epoch, "global_step": self.step,
                 "harness": {"lr_policy": self.policy.state_dict(), "torch_rng": torch.get_rng_state(),
                             "fit_stopped": member.stopped,
@@ -229,7 +254,7 @@ class StackedTrainer:
                 rows = [orders[id(m)][batch_idx * batch_size:(batch_idx + 1) * batch_size] for m in self.active]
                 started = time.perf_counter()
                 members = len(self.active)
-                self._train_step(_stack_batch(self.data.train, rows), batch_idx)
+                self._train_step(_to(_stack_batch(self.data.train, rows), self.device), batch_idx)
                 out_of_time = self._charge((time.perf_counter() - started) / members)
                 if not self.active or out_of_time:
                     break
@@ -332,7 +357,7 @@ class StackedTrainer:
         models = []
         for member in members:
             path = member.run.best_checkpoint if member.run.best_checkpoint.exists() else member.run.last_checkpoint
-            model = copy.deepcopy(template)
+            model = copy.deepcopy(template).to(self.device)
             model.load_state_dict({k.removeprefix("model."): v for k, v in load_checkpoint(path)["state_dict"].items()},
                                   strict=False)
             models.append(model)
@@ -353,7 +378,7 @@ class StackedTrainer:
             summary = member.recorder.summary()
             summary["metrics"] = {**summary["metrics"], **test_metrics}
             member.recorder.record_final(summary["steps"], summary["epochs"], test_metrics)
-            analysis = run_analysis(models[index], splits, member.cfg, member.run.path / "analysis")
+            analysis = run_analysis(models[index].cpu(), splits, member.cfg, member.run.path / "analysis")
             if analysis:
                 summary["analysis"] = analysis
             summaries[member.run.path.name] = summary

@@ -71,7 +71,7 @@ class StackedClassifier:
 
     def select(self, keep: Sequence[int]) -> StackedClassifier:
         """A stack of the members at positions ``keep`` (copies of their tensors, fresh leaves)."""
-        index = torch.as_tensor(list(keep), dtype=torch.long)
+        index = torch.as_tensor(list(keep), dtype=torch.long, device=next(iter(self.params.values())).device)
         smaller = copy.copy(self)
         smaller.k = len(index)
         smaller.params = {name: p.detach().index_select(0, index).requires_grad_(p.requires_grad)
