@@ -50,9 +50,25 @@ def _ids(runs: list[RunRecord]) -> str:
 
 
 def _minutes(runs: list[RunRecord]) -> str:
+    """The mean wall time, and where the runs were not ordinary CPU runs: the GPU, the stacks they trained in."""
     times = [float(run.results["wall_time_s"]) for run in runs
              if isinstance(run.results.get("wall_time_s"), int | float)]
-    return f"{statistics.fmean(times) / 60:.1f} min" if times else "–"
+    return f"{statistics.fmean(times) / 60:.1f} min{_machine_note(runs)}" if times else "–"
+
+
+def _machine_note(runs: list[RunRecord]) -> str:
+    """" (stacked: 1 stack of 3; GPU: NVIDIA H100)" for runs trained as stacked members or on a GPU, else ""."""
+    notes = []
+    stacks = {tuple(run.results["stack"]) for run in runs if run.results.get("stack")}
+    if stacks:
+        sizes = sorted({len(stack) for stack in stacks})
+        notes.append(f"stacked: {len(stacks)} stack{'s' if len(stacks) > 1 else ''} of "
+                     + "/".join(map(str, sizes)))
+    gpus = sorted({str(run.results["device"]).removeprefix("cuda: ") for run in runs
+                   if str(run.results.get("device") or "").startswith("cuda")})
+    if gpus:
+        notes.append(f"GPU: {', '.join(gpus)}")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def _count(runs: list[RunRecord], key: str, within: str | None = None) -> str:
