@@ -134,9 +134,12 @@ def _throughput(runs: list[RunRecord], key: str = "train/examples_per_s") -> str
 
 
 def _budget(run: RunRecord) -> str:
-    """The training time a run was allowed (``train.max_time_s``), in minutes; '–' when unbounded."""
+    """The training time a run was allowed (``train.max_time_s``), in minutes ('–' when unbounded), and its early
+    stopping (``train.early_stop_patience``: epochs without a better validation score) when it had one."""
     limit = cfg_get(run.config, "train.max_time_s")
-    return f"{float(limit) / 60:g} min" if isinstance(limit, int | float) else "–"
+    patience = cfg_get(run.config, "train.early_stop_patience")
+    time = f"{float(limit) / 60:g} min" if isinstance(limit, int | float) else "–"
+    return time + (f", patience {patience}" if isinstance(patience, int) else "")
 
 
 def _all_tasks(group: list[RunRecord]) -> bool:
