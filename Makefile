@@ -76,6 +76,8 @@ perf: $(STAMP)
 	@tail -n 1 bench/agents.log > bench/agents.json
 	$(BIN)/python -m models.relational.bench_models | tee bench/relations_models.log
 	@tail -n 1 bench/relations_models.log > bench/relations_models.json
+	$(BIN)/python -m models.tpr_rnn.bench_tasks | tee bench/babi_tasks.log
+	@tail -n 1 bench/babi_tasks.log > bench/babi_tasks.json
 	$(BIN)/python -m tasks.pathfinder.bench_generator | tee bench/pathfinder_generator.log
 	@tail -n 1 bench/pathfinder_generator.log > bench/pathfinder_generator.json
 	$(BIN)/python -m harness.runners.bench_stepwise | tee bench/stepwise.log

@@ -30,3 +30,12 @@ def test_stepwise_benchmark_prints_one_json_line_per_run(capsys):
     pair = result["pairs"][0]
     assert result["benchmark"] == "stepwise" and pair["pair"] == "lstm_recall/stream_lstm"
     assert pair["train_world_steps_per_s"] > 0 and pair["rollout_steps"] == 20 and pair["rollout_s"] > 0
+
+
+def test_babi_task_throughput_benchmark_compares_each_task_with_task_1():
+    from models.tpr_rnn import bench_tasks
+
+    figures = bench_tasks.main(["--tasks", "4", "--repeats", "1", "--warmup", "0"])
+    assert set(figures["tasks"]) == {"1", "4"}  # task 1, the reference, is always measured
+    assert figures["tasks"]["1"]["vs_task_1"] == 1.0
+    assert all(task["examples_per_s"] > 0 and task["statements"] >= 1 for task in figures["tasks"].values())

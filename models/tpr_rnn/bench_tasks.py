@@ -1,0 +1,90 @@
+"""Training throughput of TPR-RNN on each bAbI task, the tasks measured side by side in one process.
+
+    python -m models.tpr_rnn.bench_tasks [--tasks 1 3 16 19] [--threads 1] [--repeats 20] [--memory parallel]
+
+Each task is composed and loaded as ``harness bench --task babi --model tpr_rnn task.babi_id=N`` composes and
+loads it at the ``cpu`` profile (the official files when ``HARNESS_DATA_DIR`` has them, else the generator), and
+the model is built from that task's vocabulary and story limit (task 3 keeps 130 statements, the others 70). A
+timed step is a whole training step on the task's own training examples, batch ``train.batch_size``, in a
+seeded random order: forward, cross-entropy, backward, global-norm clipping (``optim.grad_clip``) and the
+optimiser's update. The tasks take turns, one step each per round, so that a load on the machine slows them
+alike; each keeps its median over ``--repeats`` rounds after ``--warmup``. The figure is training examples per
+second and its ratio to task 1's: the issue's target is every task within 3x of task 1 (ratio >= 0.33).
+
+A run's own ``train/examples_per_s`` also counts data loading, logging and validation; this measures the model's
+step alone, which is what the story length changes. The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+import torch.nn.functional as F
+
+from harness.config import compose
+from harness.data import TARGET
+from harness.optim import build_optimizer
+from harness.registry import load_entry
+from harness.runners.build import prepare_task
+from models.step_timing import median_step_ms
+
+
+def task_step(babi_id: int, memory: str, seed: int = 0) -> tuple[Callable[[], None], int, int]:
+    """(one training step of TPR-RNN on task ``babi_id``, batch size, stored story length)."""
+    composed = compose("babi", "tpr_rnn", "cpu", [f"task.babi_id={babi_id}", f"model.memory={memory}"])
+    cfg = composed.cfg
+    data = prepare_task(composed).task.load()
+    pl.seed_everything(seed, verbose=False)
+    model = load_entry(composed.model.interfaces[composed.task.interface])(cfg.model, data.info)
+    optimizer = build_optimizer(model.parameters(), cfg.optim)
+    batch_size = int(cfg.train.batch_size)
+    order = torch.randperm(len(data.train), generator=torch.Generator().manual_seed(seed)).tolist()
+    batches = [data.train.__getitems__(order[i:i + batch_size])
+               for i in range(0, len(order) - batch_size + 1, batch_size)][:64]
+    cursor = iter(range(10**9))
+
+    def step() -> None:
+        batch = batches[next(cursor) % len(batches)]
+        optimizer.zero_grad(set_to_none=True)
+        logits = model(**{name: t for name, t in batch.items() if name != TARGET})  # [B, C]
+        F.cross_entropy(logits, batch[TARGET]).backward()
+        if cfg.optim.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), float(cfg.optim.grad_clip))
+        optimizer.step()
+    return step, batch_size, int(batches[0]["story"].shape[1])
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", nargs="+", type=int, default=list(range(1, 21)), help="bAbI task ids")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--memory", default="parallel", choices=["parallel", "factored", "dense"])
+    args = parser.parse_args(argv)
+    tasks = sorted(set(args.tasks) | {1})  # task 1 is the reference
+    torch.set_num_threads(args.threads)
+    steps, sizes, lengths = {}, {}, {}
+    for babi_id in tasks:
+        steps[babi_id], sizes[babi_id], lengths[babi_id] = task_step(babi_id, args.memory)
+    ms = median_step_ms({str(k): v for k, v in steps.items()}, args.repeats, args.warmup, torch.device("cpu"))
+    rates = {babi_id: sizes[babi_id] * 1000.0 / ms[str(babi_id)] for babi_id in tasks}
+    print(f"{'task':>4} {'statements':>10} {'examples/s':>11} {'x task 1':>9}")
+    for babi_id in tasks:
+        print(f"{babi_id:>4} {lengths[babi_id]:>10} {rates[babi_id]:>11,.0f} {rates[babi_id] / rates[1]:>9.2f}",
+              flush=True)
+    figures = {"benchmark": "babi_tpr_rnn_tasks", "memory": args.memory, "threads": args.threads,
+               "torch": torch.__version__,
+               "tasks": {str(k): {"statements": lengths[k], "examples_per_s": round(rates[k], 1),
+                                  "vs_task_1": round(rates[k] / rates[1], 3)} for k in tasks}}
+    print(json.dumps(figures))
+    return figures
+
+
+if __name__ == "__main__":
+    main()
