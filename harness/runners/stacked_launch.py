@@ -46,17 +46,25 @@ from harness.schema import leaves
 from harness.tracking import configure_environment
 
 
+def unstackable_reason(composed: Composed) -> str | None:
+    """Why runs of this config cannot train as a stack (its kind, protocol or learning-rate policy), or None."""
+    protocol = OmegaConf.select(composed.cfg, "protocol.name")  # only supervised configs have a protocol
+    if composed.kind != "supervised" or protocol != "single":
+        return f"only supervised single runs stack; {composed.run_id} is {composed.kind}/{protocol}"
+    if composed.cfg.optim.decay_below_val_loss is not None:
+        return "optim.decay_below_val_loss would give the members different learning rates: run them one by one"
+    return None
+
+
 def check_stackable(stack: list[Composed]) -> None:
     """The configs must be supervised single runs that differ only in ``seed`` (distinct seeds), and keep one
     learning rate for every member (no decay on validation loss)."""
     if not stack:
         raise UserError("a stack needs at least one run")
     first = stack[0]
-    if first.kind != "supervised" or first.cfg.protocol.name != "single":
-        raise UserError(f"only supervised single runs stack; {first.run_id} is {first.kind}/{first.cfg.protocol.name}")
-    if first.cfg.optim.decay_below_val_loss is not None:
-        raise UserError("optim.decay_below_val_loss would give the members different learning rates: run them "
-                        "one by one")
+    refusal = unstackable_reason(first)
+    if refusal:
+        raise UserError(refusal)
     reference = dict(leaves(OmegaConf.to_container(first.cfg, resolve=True)))
     reference.pop("seed")
     seeds = [int(c.cfg.seed) for c in stack]

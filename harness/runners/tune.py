@@ -12,6 +12,7 @@ A sweep is one YAML file (``sweeps/<name>.yaml``)::
       optim.lr: {type: loguniform, low: 1.0e-4, high: 1.0e-2}
       task.babi_id: {type: grid, values: [1, 6]}
     num_samples: 1                   # samples of the random part of the space, per grid point
+    stack_seeds: false               # true: the seeds of each trial point train as one stack (one trial)
     cpus_per_trial: 1
     max_concurrent: null             # null: as many trials as the cluster's CPUs allow
 
@@ -29,6 +30,12 @@ time (``sweeps/matrix_cpu.yaml``)::
     cell_time_cap_s: 600             # train / rl / stepwise.max_time_s: the smaller of this and the profile's
 
 ``harness sweep FILE --cells 'babi/*,relations_game/lstm'`` runs only the cells that match.
+
+With ``stack_seeds: true`` the seeds of one trial point (same cell, same sampled values) are ONE trial, which
+trains them as a stack (:func:`harness.runners.stacked_launch.launch_stack`, ``docs/stacked_runs.md``); each
+member is still its own run, with the run id of its unstacked trial, and its own row of the table. A cell that
+cannot stack (RL, stepwise, another protocol, ``optim.decay_below_val_loss``) runs its seeds one after another
+in that trial. Local mode only: a cluster sweep refuses it.
 
 Space types: ``grid`` / ``choice`` (``values``), ``uniform`` / ``loguniform`` (``low``, ``high``),
 ``randint`` (``low`` inclusive, ``high`` exclusive). Every mistake in the file or in its space (a missing
@@ -62,6 +69,7 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
+import json
 import math
 import os
 import re
@@ -106,6 +114,7 @@ class Sweep:
     task_grid: dict[str, dict[str, list[Any]]] = field(default_factory=dict)  # matrix sweeps: a grid per task
     cell_time_cap_s: float | None = None  # caps train.max_time_s / rl.max_time_s of every cell
     cells: list[str] | None = None  # only the cells matching these task/model patterns (``--cells``)
+    stack_seeds: bool = False  # the seeds of one trial point train as one stack, in one trial
 
 
 def load_sweep(path: Path) -> Sweep:
@@ -195,6 +204,8 @@ def _sweep_rest_problem(data: dict[str, Any]) -> str | None:
         return f"'cpus_per_trial' must be a number > 0, not {cpus!r}"
     if concurrent is not None and (not _is_int(concurrent) or concurrent < 1):
         return f"'max_concurrent' must be null or an integer >= 1, not {concurrent!r}"
+    if not isinstance(data.get("stack_seeds", False), bool):
+        return f"'stack_seeds' must be true or false, not {data['stack_seeds']!r}"
     return _per_task_problem(data)
 
 
@@ -321,6 +332,9 @@ def check_sweep(sweep: Sweep) -> None:
     key that is not a config key or a value of the wrong type fails before Ray starts."""
     from harness.config import compose
 
+    if sweep.stack_seeds and os.environ.get("RAY_ADDRESS"):
+        raise UserError(f"sweep {sweep.name}: stack_seeds runs on a local Ray session only; unset RAY_ADDRESS or "
+                        "set stack_seeds: false")
     for entry in trial_cells(sweep) if sweep.tasks else [f"{sweep.task}/{m}" for m in sweep.models]:
         task, model = _split_entry(entry)
         try:
@@ -352,11 +366,11 @@ def _tune_space(sweep: Sweep) -> dict[str, Any]:
         "randint": lambda s: tune.randint(int(s["low"]), int(s["high"])),
     }
     space = {key: samplers[spec["type"]](spec) for key, spec in sweep.space.items()}
+    seeds = {"seeds": list(sweep.seeds)} if sweep.stack_seeds else {"seed": tune.grid_search(list(sweep.seeds))}
     if sweep.tasks:
         cells = tune.grid_search(trial_cells(sweep))
-        return {"cell": cells, "seed": tune.grid_search(list(sweep.seeds)), "space": space}
-    return {"model": tune.grid_search(list(sweep.models)), "seed": tune.grid_search(list(sweep.seeds)),
-            "space": space}
+        return {"cell": cells, **seeds, "space": space}
+    return {"model": tune.grid_search(list(sweep.models)), **seeds, "space": space}
 
 
 def trial_cell(sweep: Sweep, trial: dict[str, Any]) -> tuple[str, str]:
@@ -408,7 +422,44 @@ def _run_trial(trial: dict[str, Any], sweep: Sweep, env: dict[str, str], store: 
     from ray import tune
 
     os.environ.update(env)
-    tune.report(run_trial(trial, sweep, store))
+    tune.report(run_stack_trial(trial, sweep) if "seeds" in trial else run_trial(trial, sweep, store))
+
+
+def member_trials(trial: dict[str, Any]) -> list[dict[str, Any]]:
+    """A stacked trial (``seeds``) as the unstacked trials of its members, one per seed."""
+    point = {key: value for key, value in trial.items() if key != "seeds"}
+    return [{**point, "seed": seed} for seed in trial["seeds"]]
+
+
+def run_stack_trial(trial: dict[str, Any], sweep: Sweep) -> dict[str, Any]:
+    """Run the seeds of one trial point (local mode) as one stack when its config can stack, otherwise one after
+    another as unstacked trials. Reports ``members``: each seed's outcome (:func:`run_trial`'s), as JSON."""
+    from harness.config import compose
+    from harness.runners.stacked_launch import launch_stack, unstackable_reason
+    from harness.runs import run_dir
+
+    members, runs_dir = member_trials(trial), Path(os.environ["HARNESS_RUNS_DIR"])
+    try:
+        stack = [compose(*trial_cell(sweep, m), sweep.profile, trial_overrides(sweep, m)) for m in members]
+    except UserError:
+        stack = []  # each member's own trial reports the mistake
+    if not stack or unstackable_reason(stack[0]):
+        outcomes = [run_trial(member, sweep) for member in members]
+    else:
+        error: BaseException | None = None
+        try:
+            launch_stack(stack, runs_dir=runs_dir)
+        except Exception as exc:  # noqa: BLE001  stored as failed by the launcher; the other trials go on
+            error = exc
+            if not isinstance(exc, UserError):
+                traceback.print_exc()
+        outcomes = []
+        for composed in stack:
+            run = run_dir(composed.cfg.task.name, composed.cfg.model.name, composed.run_id, runs_dir)
+            results = run.read_results() if run.exists() and not run.damage() else None
+            done = (results or {}).get("status") == "completed"
+            outcomes.append(_outcome(results, None if done else error, runs_dir))
+    return {"members": json.dumps({str(m["seed"]): o for m, o in zip(members, outcomes, strict=True)})}
 
 
 def run_trial(trial: dict[str, Any], sweep: Sweep, store: Any = None) -> dict[str, Any]:
@@ -526,18 +577,29 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
             run_config=tune.RunConfig(name=sweep.name, storage_path=str(runs_dir / "_tune"), verbose=1),
         )
         grid = tuner.fit()
-        rows = [_row(result) for result in grid]
+        rows = [row for result in grid for row in _rows(result)]
     return sorted(rows, key=lambda row: row["trial"])
 
 
-def _row(result: Any) -> dict[str, Any]:
-    """One trial of a finished Tune run: what it reported, or why it reported nothing."""
-    metrics = result.metrics or {}
+def _rows(result: Any) -> list[dict[str, Any]]:
+    """The rows of one finished trial: its own (:func:`_row`), or one per member of a stacked trial."""
+    config = result.config or {}
+    if "seeds" not in config:
+        return [_row(result)]
+    members = json.loads((result.metrics or {}).get("members") or "{}")
+    return [_row(result, member, members.get(str(member["seed"])) or {}) for member in member_trials(config)]
+
+
+def _row(result: Any, config: dict[str, Any] | None = None, metrics: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One trial of a finished Tune run (or, given its ``config`` and ``metrics``, one member of a stacked trial):
+    what it reported, or why it reported nothing."""
+    config = (result.config or {}) if config is None else config
+    metrics = (result.metrics or {}) if metrics is None else metrics
     status = metrics.get("status") or "failed"
     reason = metrics.get("error") or (_one_line(str(result.error)) if result.error else "")
     if status != "completed" and not reason:
         reason = "the trial reported nothing"
-    return {"trial": trial_label(result.config or {}), "run_id": metrics.get("run_id") or None, "status": status,
+    return {"trial": trial_label(config), "run_id": metrics.get("run_id") or None, "status": status,
             "reason": reason if status != "completed" else "",
             "metrics": {k: v for k, v in metrics.items() if "/" in k and k.startswith(("test", "eval/"))}}
 
