@@ -436,7 +436,6 @@ def run_stack_trial(trial: dict[str, Any], sweep: Sweep) -> dict[str, Any]:
     another as unstacked trials. Reports ``members``: each seed's outcome (:func:`run_trial`'s), as JSON."""
     from harness.config import compose
     from harness.runners.stacked_launch import launch_stack, unstackable_reason
-    from harness.runs import run_dir
 
     members, runs_dir = member_trials(trial), Path(os.environ["HARNESS_RUNS_DIR"])
     try:
@@ -455,8 +454,7 @@ def run_stack_trial(trial: dict[str, Any], sweep: Sweep) -> dict[str, Any]:
                 traceback.print_exc()
         outcomes = []
         for composed in stack:
-            run = run_dir(composed.cfg.task.name, composed.cfg.model.name, composed.run_id, runs_dir)
-            results = run.read_results() if run.exists() and not run.damage() else None
+            results = stored_results(composed, runs_dir)
             done = (results or {}).get("status") == "completed"
             outcomes.append(_outcome(results, None if done else error, runs_dir))
     return {"members": json.dumps({str(m["seed"]): o for m, o in zip(members, outcomes, strict=True)})}
@@ -469,7 +467,6 @@ def run_trial(trial: dict[str, Any], sweep: Sweep, store: Any = None) -> dict[st
     (the run store itself)."""
     from harness.config import compose
     from harness.runners.launch import launch
-    from harness.runs import run_dir
 
     overrides = trial_overrides(sweep, trial)
     runs_dir = Path(os.environ["HARNESS_TRIAL_DIR" if store is not None else "HARNESS_RUNS_DIR"])
@@ -489,13 +486,20 @@ def run_trial(trial: dict[str, Any], sweep: Sweep, store: Any = None) -> dict[st
         error = exc
         if not isinstance(exc, UserError):
             traceback.print_exc()
-    run = run_dir(composed.cfg.task.name, composed.cfg.model.name, composed.run_id, runs_dir) if composed else None
-    results = run.read_results() if run is not None and run.exists() and not run.damage() else None
+    results = stored_results(composed, runs_dir) if composed else None
     if sender is not None and sender.home():
         shutil.rmtree(sender.path, ignore_errors=True)  # the driver has its copy now
     elif sender is not None:
         print(f"the run could not be sent home; it is kept at {sender.path} on {socket.gethostname()}", flush=True)
     return _outcome(results, error, runs_dir)
+
+
+def stored_results(composed: Any, runs_dir: Path) -> dict[str, Any] | None:
+    """The results.json of the run ``composed`` names in ``runs_dir``; None when it is missing or damaged."""
+    from harness.runs import run_dir
+
+    run = run_dir(composed.cfg.task.name, composed.cfg.model.name, composed.run_id, runs_dir)
+    return run.read_results() if run.exists() and not run.damage() else None
 
 
 def _receive(trial: dict[str, Any], sweep: Sweep, store: Any, root: Path) -> Any:

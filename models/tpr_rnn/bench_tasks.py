@@ -18,6 +18,7 @@ step alone, which is what the story length changes. The last line is one JSON ob
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -46,10 +47,10 @@ def task_step(babi_id: int, memory: str, seed: int = 0) -> tuple[Callable[[], No
     order = torch.randperm(len(data.train), generator=torch.Generator().manual_seed(seed)).tolist()
     batches = [data.train.__getitems__(order[i:i + batch_size])
                for i in range(0, len(order) - batch_size + 1, batch_size)][:64]
-    cursor = iter(range(10**9))
+    cycle = itertools.cycle(batches)
 
     def step() -> None:
-        batch = batches[next(cursor) % len(batches)]
+        batch = next(cycle)
         optimizer.zero_grad(set_to_none=True)
         logits = model(**{name: t for name, t in batch.items() if name != TARGET})  # [B, C]
         F.cross_entropy(logits, batch[TARGET]).backward()
