@@ -54,7 +54,9 @@ class Tracker:
             dir=str(run_dir),
             mode=self.mode,  # type: ignore[arg-type]
             settings=wandb.Settings(init_timeout=60, x_disable_stats=True),
-            reinit="finish_previous",
+            # A stacked run (harness/runners/stacked.py) keeps one W&B run per member open in one process;
+            # "finish_previous" would close member 0's run when member 1's starts.
+            reinit="create_new",
         )
 
     def log(self, metrics: dict[str, float], step: int) -> None:

@@ -198,6 +198,16 @@ def test_offline_wandb_run_lands_in_the_run_directory(env):
     assert "W&B offline" in done.stdout
 
 
+def test_offline_wandb_keeps_one_open_run_per_stacked_member(env):
+    done = run_cli(["bench", "--task", "relations_game", "--model", "mlp1", "--profile", "smoke", "--seeds", "0,1"], {**env, "WANDB_MODE": "offline"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = sorted(p for p in Path(env["HARNESS_RUNS_DIR"]).glob("*/*/*") if p.is_dir())
+    assert len(runs) == 2
+    for run in runs:
+        (offline,) = list((run / "wandb").glob("offline-run-*"))
+        assert list(offline.glob("run-*.wandb"))
+
+
 def test_data_command_writes_generated_files_and_rejects_unsupported_ids(env, tmp_path):
     args = ["data", "babi", "--ids", "1", "6", "--n-train", "20", "--n-test", "10", "--out", str(tmp_path)]
     done = run_cli(args, env)
