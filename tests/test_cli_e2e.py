@@ -199,7 +199,8 @@ def test_offline_wandb_run_lands_in_the_run_directory(env):
 
 
 def test_offline_wandb_keeps_one_open_run_per_stacked_member(env):
-    done = run_cli(["bench", "--task", "relations_game", "--model", "mlp1", "--profile", "smoke", "--seeds", "0,1"], {**env, "WANDB_MODE": "offline"})
+    stack = ["bench", "--task", "relations_game", "--model", "mlp1", "--profile", "smoke", "--seeds", "0,1"]
+    done = run_cli(stack, {**env, "WANDB_MODE": "offline"})
     assert done.returncode == 0, done.stdout + done.stderr
     runs = sorted(p for p in Path(env["HARNESS_RUNS_DIR"]).glob("*/*/*") if p.is_dir())
     assert len(runs) == 2
