@@ -209,6 +209,15 @@ def test_offline_wandb_keeps_one_open_run_per_stacked_member(env):
         assert list(offline.glob("run-*.wandb"))
 
 
+def test_a_model_that_cannot_run_under_vmap_is_refused_before_any_run_is_stored(env):
+    done = run_cli([*SMOKE, "--model", "lstm", "--seeds", "0,1"], env)  # the LSTM reads int(lengths.max())
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("error: lstm cannot train as a stack on babi (")
+    assert len(done.stderr.splitlines()) == 1
+    assert "train its seeds one by one" in done.stderr
+    assert not list(Path(env["HARNESS_RUNS_DIR"]).glob("*/*/*"))
+
+
 def test_data_command_writes_generated_files_and_rejects_unsupported_ids(env, tmp_path):
     args = ["data", "babi", "--ids", "1", "6", "--n-train", "20", "--n-test", "10", "--out", str(tmp_path)]
     done = run_cli(args, env)

@@ -43,6 +43,26 @@ def test_a_stacked_trial_is_the_unstacked_trials_of_its_seeds():
                                     {"model": "lstm", "seed": 3, "space": {"optim.lr": 0.1}}]
 
 
+def test_a_model_that_cannot_run_under_vmap_trains_its_seeds_one_by_one(tmp_path, monkeypatch):
+    """The launcher refuses the stack before storing anything (UnstackableModelError); the trial then runs each
+    seed as its unstacked trial."""
+    from harness.runners import stacked_launch, tune
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("name: x\ntask: babi\nmodels: [lstm]\nprofile: smoke\nseeds: [0, 1]\nstack_seeds: true\n")
+    monkeypatch.setenv("HARNESS_RUNS_DIR", str(tmp_path / "runs"))
+
+    def refuse(stack, runs_dir=None):
+        raise stacked_launch.UnstackableModelError("lstm cannot train as a stack on babi (vmap: .item())")
+
+    solo = []
+    monkeypatch.setattr(stacked_launch, "launch_stack", refuse)
+    monkeypatch.setattr(tune, "run_trial", lambda trial, sweep: solo.append(trial["seed"]) or {"status": "completed"})
+    outcome = tune.run_stack_trial({"model": "lstm", "seeds": [0, 1], "space": {}}, load_sweep(path))
+    assert solo == [0, 1]
+    assert json.loads(outcome["members"]) == {"0": {"status": "completed"}, "1": {"status": "completed"}}
+
+
 def _without_stacking(path):
     plain = path.with_name("plain.yaml")
     plain.write_text(path.read_text().replace("stack_seeds: true\n", ""))

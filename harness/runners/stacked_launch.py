@@ -5,6 +5,9 @@ gives one run, trained together by :class:`harness.runners.stacked.StackedTraine
 * The configs are checked to differ in ``seed`` only (one line naming the first other difference otherwise).
 * Completed members are reported, not retrained (``force`` retrains them); the data is loaded once; each member's
   model is built as its solo run builds it (``seed_everything(seed)``, then the model).
+* The models must run under ``vmap``: one forward of two training examples per member is tried first (a
+  model that reads a tensor on the host, such as ``int(lengths.max())``, fails there), and a model that cannot
+  is refused with one line before any run is stored (:class:`UnstackableModelError`).
 * Members resume from their own checkpoints: members checkpointed at the same epoch share a stack; a member whose
   checkpoint was written by the solo runner resumes alone with it; a finished member is only tested.
 * Each member ends ``completed``, ``diverged`` (its loss turned non-finite: it leaves the stack, the others go
@@ -53,6 +56,34 @@ def unstackable_reason(composed: Composed) -> str | None:
         return f"only supervised single runs stack; {composed.run_id} is {composed.kind}/{protocol}"
     if composed.cfg.optim.decay_below_val_loss is not None:
         return "optim.decay_below_val_loss would give the members different learning rates: run them one by one"
+    return None
+
+
+class UnstackableModelError(UserError):
+    """The model's forward cannot run as one vmapped computation (data-dependent shapes or host reads): its
+    seeds must train one by one (a sweep with ``stack_seeds`` then runs them so)."""
+
+
+def vmap_refusal(models: list[Any], data: Any) -> str | None:
+    """Why ``models`` cannot train as one vmapped stack (the first line of vmap's error), or None.
+
+    One forward of the first two training examples, every member reading them, through the
+    :class:`~harness.runners.stacked_model.StackedClassifier` the trainer uses (on copies of the models, without
+    gradients), with the random state restored: the stack then trains exactly as it would without the check."""
+    if len(models) < 2:
+        return None
+    import torch
+
+    from harness.data import TARGET
+    from harness.runners.stacked_model import StackedClassifier
+
+    rows = data.train.__getitems__(list(range(min(2, len(data.train)))))
+    inputs = {name: torch.stack([t] * len(models)) for name, t in rows.items() if name != TARGET}  # [K, 2, ...]
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        try:
+            StackedClassifier(models).logits(inputs)
+        except RuntimeError as exc:
+            return str(exc).strip().splitlines()[0]
     return None
 
 
@@ -142,6 +173,10 @@ class StackLaunch:
         if not self.todo:
             return 0
         data, models = self._build()
+        refusal = vmap_refusal(models, data)
+        if refusal:
+            raise UnstackableModelError(f"{self.todo[0][0].cfg.model.name} cannot train as a stack on "
+                                        f"{self.todo[0][0].task.name} ({refusal}): train its seeds one by one")
         self._data = data
         previous = [_existing(run, self.force, composed) for composed, _, run in self.todo]
         mode = configure_environment()

@@ -435,29 +435,40 @@ def run_stack_trial(trial: dict[str, Any], sweep: Sweep) -> dict[str, Any]:
     """Run the seeds of one trial point (local mode) as one stack when its config can stack, otherwise one after
     another as unstacked trials. Reports ``members``: each seed's outcome (:func:`run_trial`'s), as JSON."""
     from harness.config import compose
-    from harness.runners.stacked_launch import launch_stack, unstackable_reason
+    from harness.runners.stacked_launch import unstackable_reason
 
     members, runs_dir = member_trials(trial), Path(os.environ["HARNESS_RUNS_DIR"])
     try:
         stack = [compose(*trial_cell(sweep, m), sweep.profile, trial_overrides(sweep, m)) for m in members]
     except UserError:
         stack = []  # each member's own trial reports the mistake
-    if not stack or unstackable_reason(stack[0]):
+    outcomes = _stack_outcomes(stack, runs_dir) if stack and not unstackable_reason(stack[0]) else None
+    if outcomes is None:
         outcomes = [run_trial(member, sweep) for member in members]
-    else:
-        error: BaseException | None = None
-        try:
-            launch_stack(stack, runs_dir=runs_dir)
-        except Exception as exc:  # noqa: BLE001  stored as failed by the launcher; the other trials go on
-            error = exc
-            if not isinstance(exc, UserError):
-                traceback.print_exc()
-        outcomes = []
-        for composed in stack:
-            results = stored_results(composed, runs_dir)
-            done = (results or {}).get("status") == "completed"
-            outcomes.append(_outcome(results, None if done else error, runs_dir))
     return {"members": json.dumps({str(m["seed"]): o for m, o in zip(members, outcomes, strict=True)})}
+
+
+def _stack_outcomes(stack: list[Any], runs_dir: Path) -> list[dict[str, Any]] | None:
+    """Train ``stack`` (composed configs) as one stack and describe each member's outcome as :func:`run_trial`
+    does; None when its model cannot run stacked (refused before any run was stored)."""
+    from harness.runners.stacked_launch import UnstackableModelError, launch_stack
+
+    error: BaseException | None = None
+    try:
+        launch_stack(stack, runs_dir=runs_dir)
+    except UnstackableModelError as exc:
+        print(f"{exc}; running them one by one", flush=True)
+        return None
+    except Exception as exc:  # noqa: BLE001  stored as failed by the launcher; the other trials go on
+        error = exc
+        if not isinstance(exc, UserError):
+            traceback.print_exc()
+    outcomes = []
+    for composed in stack:
+        results = stored_results(composed, runs_dir)
+        done = (results or {}).get("status") == "completed"
+        outcomes.append(_outcome(results, None if done else error, runs_dir))
+    return outcomes
 
 
 def run_trial(trial: dict[str, Any], sweep: Sweep, store: Any = None) -> dict[str, Any]:
