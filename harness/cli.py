@@ -123,10 +123,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             grid *= len(spec["values"]) if spec["type"] == "grid" else 1
         cells = sweep_cells(sweep)
         entries = len(trial_cells(sweep)) if sweep.tasks else len(cells)
-        trials = entries * len(sweep.seeds) * grid * sweep.num_samples
+        points = entries * grid * sweep.num_samples
+        runs = points * len(sweep.seeds)
+        count = (f"{points} trials of {len(sweep.seeds)} stacked seeds ({runs} runs)" if sweep.stack_seeds else
+                 f"{runs} trials")
         what = (f"{sweep.task} x {', '.join(m for _, m in cells)}" if not sweep.tasks else
                 f"{len(cells)} cells of {len({t for t, _ in cells})} tasks x {len({m for _, m in cells})} models")
-        print(f"sweep {sweep.name}: {what}, profile {sweep.profile}, {trials} trials; the config composes for "
+        print(f"sweep {sweep.name}: {what}, profile {sweep.profile}, {count}; the config composes for "
               f"every {'cell' if sweep.tasks else 'model'}")
         return 0
     rows = run_sweep(sweep, Path(args.runs_dir) if args.runs_dir else default_runs_dir())

@@ -12,7 +12,7 @@ from harness.config import compose
 from harness.errors import UserError
 from harness.runners.launch import prepare_task
 from harness.runners.tune import check_sweep, load_sweep, member_trials, trial_overrides
-from tests.conftest import requires_loopback_only, run_cli_loopback
+from tests.conftest import requires_loopback_only, run_cli, run_cli_loopback
 
 SWEEP = ("name: stacked\ntask: relations_game\nmodels: [predinet]\nprofile: smoke\nseeds: [0, 1]\nstack_seeds: true\n"
          "overrides: [train.threads=1]\n"
@@ -61,6 +61,16 @@ def test_a_model_that_cannot_run_under_vmap_trains_its_seeds_one_by_one(tmp_path
     outcome = tune.run_stack_trial({"model": "lstm", "seeds": [0, 1], "space": {}}, load_sweep(path))
     assert solo == [0, 1]
     assert json.loads(outcome["members"]) == {"0": {"status": "completed"}, "1": {"status": "completed"}}
+
+
+def test_a_dry_run_counts_one_trial_per_stack(env, tmp_path):
+    path = tmp_path / "sweep.yaml"
+    path.write_text(SWEEP)
+    stacked = run_cli(["sweep", str(path), "--dry-run"], env)
+    plain = run_cli(["sweep", str(_without_stacking(path)), "--dry-run"], env)
+    assert stacked.returncode == plain.returncode == 0, stacked.stderr + plain.stderr
+    assert "2 trials of 2 stacked seeds (4 runs)" in stacked.stdout  # 2 grid points x 2 seeds
+    assert "4 trials;" in plain.stdout
 
 
 def _without_stacking(path):
