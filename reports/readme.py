@@ -486,8 +486,8 @@ def _rollout(run: RunRecord, group: str | None = None) -> str:
 
 def _world_rollout(run: RunRecord) -> str:
     """:func:`_rollout` preceded by the rollout's first steps and its training length (from ``rollout.csv``), where a
-    model that learned one step of the dynamics but not to repeat it shows (Game of Life: step 2 right, step 3 no
-    better than answering "dead")."""
+    model that learned a few steps of the dynamics but not to repeat them shows (Game of Life: step 2 right, step 3
+    no better than answering "dead")."""
     early = ""
     curve = run.rollout
     if curve is not None and "acc" in curve.columns:
@@ -499,9 +499,10 @@ def _world_rollout(run: RunRecord) -> str:
     return ", ".join(part for part in (early, later) if part and part != "–") or "–"
 
 
-def _world_training(run: RunRecord) -> str:
-    """Cycles, worlds and steps of a stepwise run (with its curriculum's start and the length it reached), and its
-    training throughput."""
+def _world_training(run: RunRecord, gradient: bool = True) -> str:
+    """Cycles, worlds and steps of a stepwise run (with its curriculum's start and the length it reached), how the
+    gradient crosses steps (``gradient``: where the table's setting column does not say), and its training
+    throughput."""
     rate = (run.results.get("throughput") or {}).get("train/world_steps_per_s")
     steps = f"{cfg_get(run.config, 'stepwise.steps')} steps"
     if cfg_get(run.config, "stepwise.curriculum.enabled"):
@@ -509,6 +510,8 @@ def _world_training(run: RunRecord) -> str:
         if run.curves is not None and "trajectory_length" in run.curves.columns:
             reached = str(int(run.curves["trajectory_length"].dropna().iloc[-1]))
         steps = f"{cfg_get(run.config, 'stepwise.curriculum.start')} to {steps} (curriculum; reached {reached})"
+    if gradient:
+        steps += ", full BPTT" if cfg_get(run.config, "stepwise.bptt") else ", stop-gradient"
     return f"{_count([run], 'steps')} cycles of {cfg_get(run.config, 'stepwise.batch_size')} worlds x {steps}" \
         + (f", {rate:,.0f} world-steps/s" if rate else "")
 
@@ -525,7 +528,7 @@ def _rollout_time(run: RunRecord) -> str:
 
 
 WORLD_TASKS = ("game_of_life", "world_of_numbers")
-EARLY_STEPS = (1, 2)  # the rollout's first steps shown beside its horizons (with the training length)
+EARLY_STEPS = (1, 2, 3, 4)  # the rollout's first steps shown beside its horizons (with the training length)
 STREAM_TASKS = ("lstm_recall", *WORLD_TASKS)  # every run of these goes in the world-state tables
 
 
@@ -575,7 +578,7 @@ def world_state_section(runs: list[RunRecord], papers: list[PaperSpec],
                     key=lambda run: (_recall_condition(run)[0], natural_key(run.run_id)))
     recall_rows = [[*_recall_condition(run)[:1], run.model, _mean_sd(_values([run], "test/final/recall/acc")),
                     _mean_sd(_values([run], "test/acc")), _rollout(run, "recall"), _recall_condition(run)[1],
-                    _world_training(run), _minutes([run]), _ids([run])] for run in recall]
+                    _world_training(run, gradient=False), _minutes([run]), _ids([run])] for run in recall]
     recall_header = ["condition", "model", "final RECALL acc %", "all queries acc %", "rollout recall acc % at step",
                      "the paper (§7.1, Appendix B)", "training", "wall time", "run"]
     world = sorted((run for run in runs if run.task in WORLD_TASKS and run.status == "completed"),

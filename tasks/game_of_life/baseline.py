@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 
 from tasks.game_of_life.task import GameOfLifeTask
 
-STEPS_SHOWN = (1, 2, 5, 10, 100, 1000, 10000)
+STEPS_SHOWN = (1, 2, 3, 4, 5, 10, 100, 1000, 10000)
 
 
 def dead_share(boards: int, steps: int, interventions: int, seed: int = 0) -> dict[int, float]:
