@@ -175,8 +175,9 @@ class StackLaunch:
         data, models = self._build()
         refusal = vmap_refusal(models, data)
         if refusal:
-            raise UnstackableModelError(f"{self.todo[0][0].cfg.model.name} cannot train as a stack on "
-                                        f"{self.todo[0][0].task.name} ({refusal}): train its seeds one by one")
+            first = self.todo[0][0]
+            raise UnstackableModelError(f"{first.cfg.model.name} cannot train as a stack on {first.task.name} "
+                                        f"({refusal}): train its seeds one by one")
         self._data = data
         previous = [_existing(run, self.force, composed) for composed, _, run in self.todo]
         mode = configure_environment()

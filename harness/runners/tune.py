@@ -34,8 +34,8 @@ time (``sweeps/matrix_cpu.yaml``)::
 With ``stack_seeds: true`` the seeds of one trial point (same cell, same sampled values) are ONE trial, which
 trains them as a stack (:func:`harness.runners.stacked_launch.launch_stack`, ``docs/stacked_runs.md``); each
 member is still its own run, with the run id of its unstacked trial, and its own row of the table. A cell that
-cannot stack (RL, stepwise, another protocol, ``optim.decay_below_val_loss``) runs its seeds one after another
-in that trial. Local mode only: a cluster sweep refuses it.
+cannot stack (RL, stepwise, another protocol, ``optim.decay_below_val_loss``, or a model the launcher's ``vmap``
+check refuses) runs its seeds one after another in that trial. Local mode only: a cluster sweep refuses it.
 
 Space types: ``grid`` / ``choice`` (``values``), ``uniform`` / ``loguniform`` (``low``, ``high``),
 ``randint`` (``low`` inclusive, ``high`` exclusive). Every mistake in the file or in its space (a missing
