@@ -44,7 +44,7 @@ class NextLevels:
 
     def take(self, boards: np.ndarray) -> Encoded:
         """The next levels of ``boards`` (int [k]): name -> values [k, ...]; they become used."""
-        if self._used[boards].any():
+        if np.count_nonzero(self._used[boards]):
             self._refill()
         taken = {name: values[boards] for name, values in self._store.items()}
         self._used[boards] = True

@@ -29,15 +29,17 @@ class BatchedRules:
         """Share the env's observation view uint8 [B, N, 3] and palettes uint8 [B, N_CODES, 3]."""
         self.flat, self.palette = flat, palette
         self._palette_tiles = _tiles(palette).reshape(palette.shape[:2])  # [B, N_CODES] view
+        self._palette_tiles1 = self._palette_tiles.reshape(-1)  # [B * N_CODES] view, board b's codes from b * N_CODES
         self._tiles = _tiles(flat)  # [B * N] view, one 3-byte element per tile (one store per pixel)
         assert np.shares_memory(self._tiles, flat) and np.shares_memory(self._palette_tiles, palette)
 
     def _move_players(self, moved: np.ndarray, target: np.ndarray) -> None:
         """Boards with ``moved`` [B] step onto ``target`` [B]; repaint the players (the old tile as empty)."""
-        new = np.where(moved, target, self.pos)  # [B]
-        self._tiles[self._base + self.pos] = self._empty_tile
-        self._tiles[self._base + new] = self._player_tile
-        self.pos = new
+        boards = moved.nonzero()[0]  # [k] (the others' pixels stay as they are)
+        base, new = self._base[boards], target[boards]  # [k], [k]
+        self._tiles[base + self.pos[boards]] = self._empty_tile
+        self._tiles[base + new] = self._player_tile
+        self.pos[boards] = new
 
     def encode(self, batch: LevelBatch) -> dict[str, np.ndarray]:
         """The start state of k new levels: attribute name -> values [k, ...] (cell codes, player cell, pixels

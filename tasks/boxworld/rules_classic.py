@@ -55,7 +55,7 @@ class ClassicRules(BatchedRules):
         terminated = np.zeros(len(pos), dtype=np.bool_)
         won = np.zeros(len(pos), dtype=np.bool_)
         moved = code == EMPTY
-        busy = np.flatnonzero(code >= KEY0)  # boards walking into a key, the gem or a lock (few)
+        busy = (code >= KEY0).nonzero()[0]  # boards walking into a key, the gem or a lock (few)
         if busy.size:
             codes = code[busy].astype(np.int64)
             opened = (codes >= LOCK0) & (codes - LOCK0 == held[busy])

@@ -132,11 +132,15 @@ class BatchedBoxWorld(VectorEnv):
         """The level descriptions of the boards in the mask ``boards`` bool [B] (once per dict; the keys share
         the mask array)."""
         mask = boards.copy()
-        numbers = np.where(mask, self._numbers, 0)  # [K, B]
+        shown = mask.nonzero()[0]  # [k] (few: scattering them beats np.where over all boards)
+        numbers = np.zeros_like(self._numbers)  # [K, B]
+        numbers[:, shown] = self._numbers[:, shown]
         for key, row in zip(self._numeric, numbers, strict=True):
             infos[key] = row if INFO_DTYPES[key] is np.int64 else row.astype(INFO_DTYPES[key])
             infos["_" + key] = mask
-        infos["puzzle_type"], infos["_puzzle_type"] = np.where(mask, self._puzzles, 0), mask
+        puzzles = np.zeros(self.num_envs, dtype=object)  # [B]
+        puzzles[shown] = self._puzzles[shown]
+        infos["puzzle_type"], infos["_puzzle_type"] = puzzles, mask
         return infos
 
     def _add_win(self, infos: dict[str, Any], done: np.ndarray, won: np.ndarray) -> dict[str, Any]:
@@ -158,7 +162,7 @@ class BatchedBoxWorld(VectorEnv):
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One move on every board, then the autoreset of the configured mode."""
         actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
-        if (actions & ~3).any():  # negative or > 3
+        if np.count_nonzero(actions & ~3):  # negative or > 3
             raise ValueError(f"actions must be 0..3, got {actions}")
         rewards, terminated, won = self._rules.step(actions)  # float64 [B], bool [B], bool [B]
         self._steps += 1
@@ -169,21 +173,21 @@ class BatchedBoxWorld(VectorEnv):
         infos: dict[str, Any] = {}
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
             pending = self._pending
-            if pending.any():  # these boards ended last step: new level, action ignored
-                boards = np.flatnonzero(pending)
+            boards = pending.nonzero()[0]  # [k] ended last step: new level, action ignored
+            if boards.size:
                 rewards[boards] = 0.0
                 terminated[boards] = truncated[boards] = won[boards] = False
                 self._reset_boards(boards)
             done = terminated | truncated  # disjoint from the boards just reset
-            if done.any():
+            if np.count_nonzero(done):
                 self._add_win(infos, done, won)
-            if infos or pending.any():
+            if infos or boards.size:
                 self._add_infos(infos, pending | done)
             self._pending = done
         else:
             done = terminated | truncated
-            if done.any():
-                boards = np.flatnonzero(done)
+            boards = done.nonzero()[0]
+            if boards.size:
                 final_obs = np.full(self.num_envs, None, dtype=object)
                 for b in boards:
                     final_obs[b] = self._obs[b].copy()
