@@ -4,11 +4,20 @@ The mode comes from the environment, chosen once before wandb (or ray) is import
 ``WANDB_MODE=offline`` unless the user set it (tests set ``disabled``). With ``disabled`` wandb is
 not even imported. The offline run lives in the run directory (``<run>/wandb/``); ``make sync``
 uploads it for a user who has network. W&B is a mirror for dashboards; the run store is the record.
+
+Training does not wait for W&B to start: ``wandb.init`` (importing wandb, starting its service process and
+building its settings take seconds) runs on one background thread while the run builds its trainer and takes its
+first steps, and the calls made meanwhile (``log``, ``summary``) are kept and replayed in order once the W&B run is
+open; ``finish`` waits for it. The inits of several trackers in one process (a stacked run's members) run one
+after another on that thread. A W&B run that cannot start costs the mirror, not the run: one line on stderr, and
+training goes on with its record in the run folder.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,47 +40,93 @@ def configure_environment() -> str:
     return os.environ["WANDB_MODE"]
 
 
+_STARTER: ThreadPoolExecutor | None = None  # the one thread that runs wandb.init, created on first use
+
+
+def _starter() -> ThreadPoolExecutor:
+    global _STARTER
+    if _STARTER is None:
+        _STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wandb-init")
+    return _STARTER
+
+
+def _start_wandb(run_dir: Path, run_id: str, config: dict[str, Any], project: str, group: str, tags: list[str],
+                 mode: str) -> Any:
+    """Open the W&B run (on the starter thread)."""
+    import wandb  # lazy: keeps `harness list` and error paths light
+
+    return wandb.init(
+        project=project,
+        group=group,
+        name=run_id,
+        id=_wandb_id(run_id),
+        resume="allow",
+        tags=tags,
+        config=config,
+        dir=str(run_dir),
+        mode=mode,  # type: ignore[arg-type]
+        settings=wandb.Settings(init_timeout=60, x_disable_stats=True),
+        # A stacked run (harness/runners/stacked.py) keeps one W&B run per member open in one process;
+        # "finish_previous" would close member 0's run when member 1's starts.
+        reinit="create_new",
+    )
+
+
 class Tracker:
-    """Mirrors a run's config and metrics to W&B (a no-op when the mode is ``disabled``)."""
+    """Mirrors a run's config and metrics to W&B (a no-op when the mode is ``disabled``); W&B starts in the
+    background (module docstring)."""
 
     def __init__(self, run_dir: Path, run_id: str, config: dict[str, Any], project: str, group: str,
                  tags: list[str]) -> None:
         self.mode = configure_environment()
         self._run: Any = None
+        self._starting: Future[Any] | None = None
+        self._waiting: list[tuple[str, tuple[Any, ...]]] = []  # calls made while W&B starts, replayed in order
         if self.mode == "disabled":
             return
-        import wandb  # lazy: keeps `harness list` and error paths light
-
         run_dir.mkdir(parents=True, exist_ok=True)
-        self._run = wandb.init(
-            project=project,
-            group=group,
-            name=run_id,
-            id=_wandb_id(run_id),
-            resume="allow",
-            tags=tags,
-            config=config,
-            dir=str(run_dir),
-            mode=self.mode,  # type: ignore[arg-type]
-            settings=wandb.Settings(init_timeout=60, x_disable_stats=True),
-            # A stacked run (harness/runners/stacked.py) keeps one W&B run per member open in one process;
-            # "finish_previous" would close member 0's run when member 1's starts.
-            reinit="create_new",
-        )
+        self._starting = _starter().submit(_start_wandb, run_dir, run_id, config, project, group, tags, self.mode)
+
+    def _open(self, wait: bool) -> bool:
+        """True when the W&B run is open (the calls kept meanwhile replayed); False while it is starting (and
+        ``wait`` is off), when W&B is disabled, or when it could not start."""
+        starting = self._starting
+        if starting is not None and (wait or starting.done()):
+            self._starting = None
+            try:
+                self._run = starting.result()
+            except Exception as exc:  # the mirror is lost, the run is not
+                print(f"W&B could not start ({type(exc).__name__}: {exc}); the run goes on, recorded in its run "
+                      "folder only", file=sys.stderr, flush=True)
+            waiting, self._waiting = self._waiting, []
+            if self._run is not None:
+                for call, args in waiting:
+                    getattr(self, "_" + call)(*args)
+        return self._run is not None
 
     def log(self, metrics: dict[str, float], step: int) -> None:
-        if self._run is not None:
-            self._run.log(metrics, step=step)
+        if self._open(wait=False):
+            self._log(metrics, step)
+        elif self._starting is not None:
+            self._waiting.append(("log", (dict(metrics), step)))
 
     def summary(self, values: dict[str, Any]) -> None:
-        if self._run is not None:
-            for key, value in values.items():
-                self._run.summary[key] = value
+        if self._open(wait=False):
+            self._summary(values)
+        elif self._starting is not None:
+            self._waiting.append(("summary", (dict(values),)))
 
     def finish(self, exit_code: int = 0) -> None:
-        if self._run is not None:
+        if self._open(wait=True):
             self._run.finish(exit_code=exit_code)
             self._run = None
+
+    def _log(self, metrics: dict[str, float], step: int) -> None:
+        self._run.log(metrics, step=step)
+
+    def _summary(self, values: dict[str, Any]) -> None:
+        for key, value in values.items():
+            self._run.summary[key] = value
 
 
 def _wandb_id(run_id: str) -> str:
