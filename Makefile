@@ -1,7 +1,7 @@
 # The harness's entry points. Each target creates .venv and installs the pinned dependencies on first use.
 #   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0 | SEEDS=0,1,2] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
 #   make sweep SWEEP=sweeps/<name>.yaml | make report | make publish RUNS="<run_id> ..." | make readme
-#   make test | make lint | make list | make perf | make sync | make clean
+#   make test | make lint | make list | make perf | make perf-publish | make sync | make clean
 
 PYTHON ?= python3
 VENV := .venv
@@ -15,7 +15,7 @@ SEEDS ?=
 ARGS ?=
 FORCE ?=
 
-.PHONY: help install bench list sweep report runs publish readme validate test lint perf sync clean
+.PHONY: help install bench list sweep report runs publish readme validate test lint perf perf-publish sync clean
 
 help:
 	@sed -n '1,5p' Makefile
@@ -64,28 +64,26 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check harness tasks models reports tests
 
-# Speed benchmarks, reported as figures (not tests).
+# Speed benchmarks, reported as figures (not tests): each one's output in bench/NAME.log, its figures with where and
+# how they were measured in bench/NAME.json (reports/perf.py); `make perf-publish` copies the records into
+# results/perf/, from which the README's speed tables are generated (`make readme`).
+PERF_RUN := $(BIN)/python -m reports.perf run
 perf: $(STAMP)
-	@mkdir -p bench
-	$(BIN)/python -m tasks.relations_game.bench_generator
-	$(BIN)/python -m tasks.listops.bench_generator | tee bench/listops_generator.log
-	@tail -n 1 bench/listops_generator.log > bench/listops_generator.json
-	$(BIN)/python -m tasks.boxworld.bench_env | tee bench/boxworld_env.log
-	@tail -n 1 bench/boxworld_env.log > bench/boxworld_env.json
-	$(BIN)/python -m models.agents.bench_agents | tee bench/agents.log
-	@tail -n 1 bench/agents.log > bench/agents.json
-	$(BIN)/python -m models.relational.bench_models | tee bench/relations_models.log
-	@tail -n 1 bench/relations_models.log > bench/relations_models.json
-	$(BIN)/python -m models.tpr_rnn.bench_tasks | tee bench/babi_tasks.log
-	@tail -n 1 bench/babi_tasks.log > bench/babi_tasks.json
-	$(BIN)/python -m tasks.pathfinder.bench_generator | tee bench/pathfinder_generator.log
-	@tail -n 1 bench/pathfinder_generator.log > bench/pathfinder_generator.json
-	$(BIN)/python -m harness.runners.bench_stepwise | tee bench/stepwise.log
-	@tail -n 1 bench/stepwise.log > bench/stepwise.json
-	$(BIN)/python -m harness.runners.bench_stacked | tee bench/stacked.log
-	@tail -n 1 bench/stacked.log > bench/stacked.json
-	$(BIN)/python -m harness.bench_start | tee bench/start.log
-	@tail -n 1 bench/start.log > bench/start.json
+	$(PERF_RUN) relations_generator -- $(BIN)/python -m tasks.relations_game.bench_generator
+	$(PERF_RUN) listops_generator -- $(BIN)/python -m tasks.listops.bench_generator
+	$(PERF_RUN) boxworld_env -- $(BIN)/python -m tasks.boxworld.bench_env
+	$(PERF_RUN) agents -- $(BIN)/python -m models.agents.bench_agents
+	$(PERF_RUN) relations_models -- $(BIN)/python -m models.relational.bench_models
+	$(PERF_RUN) babi_tasks -- $(BIN)/python -m models.tpr_rnn.bench_tasks
+	$(PERF_RUN) pathfinder_generator -- $(BIN)/python -m tasks.pathfinder.bench_generator
+	$(PERF_RUN) stepwise -- $(BIN)/python -m harness.runners.bench_stepwise
+	$(PERF_RUN) stacked -- $(BIN)/python -m harness.runners.bench_stacked
+	$(PERF_RUN) start -- $(BIN)/python -m harness.bench_start
+
+# Copy perf records into results/perf/ (all of bench/, or NAMES="start boxworld_env ...") and regenerate the README.
+perf-publish: $(STAMP)
+	$(BIN)/python -m reports.perf publish $(NAMES)
+	$(BIN)/python -m reports.readme --write
 
 # Upload offline W&B runs (needs network and `wandb login`).
 sync: $(STAMP)

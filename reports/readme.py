@@ -3,7 +3,8 @@
     python -m reports.readme --write    # rewrite README.md between the results markers
     python -m reports.readme --check    # exit 1 when README.md and the store disagree (a test runs this)
 
-One section per task family. Runs are grouped by configuration (seeds pooled: mean ± sd, n); every row names
+One section per task family, then the speed tables of the published ``make perf`` records (``results/perf/``,
+:mod:`reports.perf`). Runs are grouped by configuration (seeds pooled: mean ± sd, n); every row names
 its run ids, so each number traces to a stored run with its config, curves and provenance. A paper's number
 stands beside ours only when the runs match the settings it was measured under (``reports/papers/*.yaml``,
 :mod:`reports.settings`); otherwise the paper's setting is named with what differs. Stale runs (their code has
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.papers import PaperSpec, TableSpec, load_papers
+from reports.perf import speed_section
 from reports.settings import differences
 from reports.store import CURRICULUM, REFERENCE, RunRecord, cfg_get, config_fingerprint, load_stores, natural_key
 
@@ -660,6 +662,8 @@ def render(results_dir: Path = RESULTS_DIR, papers_dir: Path = PAPERS_DIR) -> st
                     else section(runs, papers)), ""]
         if section is lra_section and (generator := pathfinder_generator_section(results_dir)):
             lines += [*generator, ""]
+    if speed := speed_section(results_dir):
+        lines += [*speed, ""]
     stale = sum(run.is_stale for run in runs)
     lines.append(f"{len(runs)} reference runs in `results/`" + (f"; {stale} stale (their code changed since)"
                                                                    if stale else "; none stale") + ".")

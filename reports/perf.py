@@ -1,0 +1,235 @@
+"""Speed figures a reader can trace, kept like the runs: ``make perf`` records each benchmark with where and how it
+ran, ``make perf-publish`` copies the records into the tracked store ``results/perf/``, and the README's speed
+tables are generated from that store (:func:`speed_section`, called by :mod:`reports.readme`).
+
+    python -m reports.perf run NAME -- python -m MODULE [ARGS ...]   # bench/NAME.log and bench/NAME.json
+    python -m reports.perf publish [NAME ...]                       # bench/NAME.json -> results/perf/NAME.json
+
+A benchmark prints what it likes and, as its last line, one JSON object of figures (every ``bench_*`` module
+does). ``run`` streams the output to the terminal and ``bench/NAME.log`` and writes ``bench/NAME.json``: those
+figures, the command, when it started and how long it took, the machine (processor, CPU count, load average
+before and after: these machines are shared, and a figure measured under load says so) and the code (commit,
+uncommitted changes, package versions). Figures within one benchmark were measured in one process, side by side,
+so their ratios hold under load; absolute rates do not compare across records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.provenance import git_info, machine_info, package_versions
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH_DIR = ROOT / "bench"
+PERF = Path("perf")  # under results/
+
+
+def _machine() -> dict[str, Any]:
+    info = {key: value for key, value in machine_info().items() if key in ("processor", "cpus", "system", "machine")}
+    info["load_average"] = [round(value, 2) for value in os.getloadavg()]
+    return info
+
+
+def run_benchmark(name: str, command: Sequence[str], bench_dir: Path = BENCH_DIR) -> int:
+    """Run ``command``, stream its output to stdout and ``bench_dir/NAME.log``, record its last line's figures
+    in ``bench_dir/NAME.json``; returns an exit code (the command's, or 2 when its last line is not JSON)."""
+    bench_dir.mkdir(parents=True, exist_ok=True)
+    before, started, clock = _machine(), datetime.now(UTC), time.perf_counter()
+    last = ""
+    with open(bench_dir / f"{name}.log", "w", encoding="utf-8") as log, subprocess.Popen(
+            list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            sys.stdout.write(line)
+            log.write(line)
+            if line.strip():
+                last = line.strip()
+    seconds = time.perf_counter() - clock
+    if process.returncode != 0:
+        print(f"perf {name}: the benchmark exited with {process.returncode}; nothing recorded", file=sys.stderr)
+        return process.returncode
+    try:
+        figures = json.loads(last)
+    except json.JSONDecodeError:
+        figures = None
+    if not isinstance(figures, dict):
+        print(f"perf {name}: the benchmark's last line is not a JSON object ({last[:60]!r}); nothing recorded",
+              file=sys.stderr)
+        return 2
+    record = {"name": name, "command": " ".join(_shown(command)), "figures": figures,
+              "started": started.isoformat(timespec="seconds"), "seconds": round(seconds, 1),
+              "machine": {**before, "load_average_after": _machine()["load_average"]},
+              "git": git_info(), "versions": package_versions()}
+    (bench_dir / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+def _shown(command: Sequence[str]) -> list[str]:
+    """The command as a reader would type it (the virtual environment's python as ``python``)."""
+    first, *rest = command
+    return ["python" if Path(first).name.startswith("python") else first, *rest]
+
+
+def publish(names: Sequence[str], bench_dir: Path = BENCH_DIR, results_dir: Path = ROOT / "results") -> int:
+    """Copy the records ``names`` (all of ``bench_dir`` when empty) into ``results_dir/perf``."""
+    paths = [bench_dir / f"{name}.json" for name in names] or sorted(bench_dir.glob("*.json"))
+    missing = [path.stem for path in paths if not path.exists()]
+    if missing or not paths:
+        print(f"perf publish: no record {', '.join(missing) or 'at all'} in {bench_dir} (run `make perf` first)",
+              file=sys.stderr)
+        return 2
+    unrecorded = [path.stem for path in paths if "figures" not in json.loads(path.read_text(encoding="utf-8"))]
+    if unrecorded:
+        print(f"perf publish: {', '.join(unrecorded)} in {bench_dir} came from an older `make perf` without "
+              "provenance; run it again", file=sys.stderr)
+        return 2
+    target = results_dir / PERF
+    target.mkdir(parents=True, exist_ok=True)
+    for path in paths:
+        shutil.copyfile(path, target / path.name)
+        print(f"published {path.name} -> {target / path.name}")
+    return 0
+
+
+# The README's speed tables
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def _rate(value: float) -> str:
+    return f"{value / 1e6:.2f} M" if value >= 1e6 else f"{value:,.0f}"
+
+
+def _start(figures: dict[str, Any]) -> list[str]:
+    each = ", ".join(f"{value:.2f}" for value in figures.get("first_step_s_each", []))
+    return _table(["command", "W&B", "first training step (median)", "whole command (median)", "each run's first step"],
+                  [[f"`harness bench --task {figures['task']} --model {figures['model']} --profile "
+                    f"{figures['profile']}`", str(figures["wandb"]), f"{figures['first_step_s']:.2f} s",
+                    f"{figures['command_s']:.2f} s", f"{each} s"]])
+
+
+def _boxworld(figures: dict[str, Any]) -> list[str]:
+    variants = {"bridge": "bridge BoxWorld, paper configuration", "boxworld12": "original BoxWorld, 12 x 12"}
+    boards = sorted({int(key[6:].split("_")[0]) for key in figures if key.startswith("vector")})
+    rows = []
+    for variant, label in variants.items():
+        if f"single_{variant}_steps_per_s" not in figures:
+            continue
+        cells = [_rate(figures[f"single_{variant}_steps_per_s"])]
+        for count in boards:
+            rate = figures.get(f"vector{count}_{variant}_steps_per_s")
+            cells.append("–" if rate is None else
+                         f"{_rate(rate)} ({figures[f'vector{count}_{variant}_vs_single']:.2f}x)")
+        rows.append([label, *cells])
+    return _table(["board-steps/s (random actions, resets included)", "one env",
+                   *(f"{count:,} boards (x one env)" for count in boards)], rows)
+
+
+def _stacked(figures: dict[str, Any]) -> list[str]:
+    variants: list[str] = []
+    for model in figures["models"].values():
+        for rates in model["batches_per_s"].values():
+            variants += [name for name in rates if name not in variants]
+    rows = [[name, threads, *(f"{rates[v]:,.1f}" if v in rates else "–" for v in variants)]
+            for name, model in figures["models"].items() for threads, rates in model["batches_per_s"].items()]
+    lines = _table(["model", "threads", *(f"{v} batches/s" for v in variants)], rows)
+    hours = "; ".join(f"{what}: {value:.1f} h" for what, value in figures.get("grid_hours", {}).items())
+    return [*lines, "", f"Projected wall time of Table 1's grid (75 runs x 100,000 batches): {hours}."] if hours \
+        else lines
+
+
+def _stepwise(figures: dict[str, Any]) -> list[str]:
+    rows = [[f"`{pair['pair']}`", f"{pair['batch']} x {pair['steps']}", f"{pair['train_world_steps_per_s']:,.0f}",
+             f"{pair['rollout_steps']:,} steps x {pair['rollout_worlds']} worlds: {pair['rollout_s']:.1f} s"]
+            for pair in figures["pairs"]]
+    return _table(["task/model (`cpu` profile)", "batch x steps", "training world-steps/s", "long rollout"], rows)
+
+
+def _babi(figures: dict[str, Any]) -> list[str]:
+    rows = [[task, str(entry["statements"]), f"{entry['examples_per_s']:,.0f}", f"{entry['vs_task_1']:.2f}"]
+            for task, entry in sorted(figures["tasks"].items(), key=lambda item: int(item[0]))]
+    return _table(["bAbI task", "statements kept", "TPR-RNN training examples/s (model step)", "x task 1"], rows)
+
+
+def _flat(figures: dict[str, Any], prefix: str = "") -> list[list[str]]:
+    rows = []
+    for key, value in figures.items():
+        if isinstance(value, dict):
+            rows += _flat(value, f"{prefix}{key}.")
+        elif key != "benchmark":
+            rows.append([f"{prefix}{key}", f"{value:,}" if isinstance(value, (int, float)) else str(value)])
+    return rows
+
+
+# record name -> (title, renderer); any other record is shown as a table of its figures
+RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
+    "start": ("Start-up: process start to the first training step", _start),
+    "boxworld_env": ("Batched BoxWorld envs", _boxworld),
+    "stacked": ("Stacked seeds on the Relations Game (Table 1 models, `cpu` profile, batch 10)", _stacked),
+    "stepwise": ("Stepwise training and long rollouts (Algorithm 1)", _stepwise),
+    "babi_tasks": ("TPR-RNN's training step on each bAbI task", _babi),
+}
+
+
+def _provenance(record: dict[str, Any]) -> str:
+    machine, git = record["machine"], record.get("git") or {}
+    load = "/".join(f"{value:.1f}" for value in machine.get("load_average", []))
+    commit = (git.get("commit") or "unknown")[:10] + (" with uncommitted changes" if git.get("dirty") else "")
+    return (f"`{record['command']}`, {record['started'][:16].replace('T', ' ')} UTC, {record['seconds']:.0f} s; "
+            f"{machine.get('cpus')} CPUs ({machine.get('processor', 'processor unknown')}), load average "
+            f"{load} (1/5/15 min) before; commit {commit}; `results/perf/{record['name']}.json`.")
+
+
+def speed_section(results_dir: Path) -> list[str]:
+    """The README's speed tables, one per record in ``results_dir/perf`` (none: no section)."""
+    records = [json.loads(path.read_text(encoding="utf-8")) for path in sorted((results_dir / PERF).glob("*.json"))]
+    if not records:
+        return []
+    order = list(RENDERERS)
+    records.sort(key=lambda record: (order.index(record["name"]) if record["name"] in order else len(order),
+                                     record["name"]))
+    lines = ["### Speed (`make perf`, published with `make perf-publish`)", "",
+             "Each table is one benchmark's stored record: its figures were measured in one process, side by side, "
+             "so ratios within a table hold on a loaded machine; the line under it says where, when and under "
+             "what load."]
+    for record in records:
+        title, render = RENDERERS.get(record["name"], (record["name"], lambda figures: _table(
+            ["figure", "value"], _flat(figures))))
+        lines += ["", f"**{title}**", "", *render(record["figures"]), "", _provenance(record)]
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="python -m reports.perf", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="verb", required=True)
+    run = sub.add_parser("run", help="run one benchmark and record its figures in bench/NAME.json")
+    run.add_argument("name")
+    pub = sub.add_parser("publish", help="copy records from bench/ into results/perf/")
+    pub.add_argument("names", nargs="*")
+    command: list[str] = []
+    if "--" in args:
+        args, command = args[: args.index("--")], args[args.index("--") + 1:]
+    parsed = parser.parse_args(args)
+    if parsed.verb == "run":
+        if not command:
+            parser.error("run needs the benchmark's command after --")
+        return run_benchmark(parsed.name, command)
+    return publish(parsed.names)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,73 @@
+"""``make perf`` records: a benchmark's figures with where and how they were measured, published into
+results/perf/ and shown as the README's speed tables (reports/perf.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from reports import perf
+
+FIGURES = {"benchmark": "boxworld_env", "single_bridge_steps_per_s": 400000, "vector64_bridge_steps_per_s": 600000,
+           "vector64_bridge_vs_single": 1.5, "vector1024_bridge_steps_per_s": 4000000,
+           "vector1024_bridge_vs_single": 10.0}
+
+
+def _bench(*lines: str, code: int = 0) -> list[str]:
+    script = "; ".join([*(f"print({line!r})" for line in lines), f"raise SystemExit({code})"])
+    return [sys.executable, "-c", script]
+
+
+def test_a_run_records_the_figures_with_machine_and_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = tmp_path / "bench"
+    assert perf.run_benchmark("boxworld_env", _bench("warming up", json.dumps(FIGURES)), bench) == 0
+    assert "warming up" in capsys.readouterr().out  # the output is streamed
+    record = json.loads((bench / "boxworld_env.json").read_text())
+    assert record["figures"] == FIGURES
+    assert record["command"].startswith("python -c ")
+    assert record["machine"]["cpus"] >= 1 and len(record["machine"]["load_average"]) == 3
+    assert "commit" in record["git"] and "python" in record["versions"]
+    assert "warming up" in (bench / "boxworld_env.log").read_text()
+
+
+@pytest.mark.parametrize(("lines", "code", "message"), [
+    (("no figures here",), 0, "last line is not a JSON object"),
+    ((json.dumps(FIGURES),), 3, "exited with 3"),
+])
+def test_a_failed_benchmark_records_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            lines: tuple[str, ...], code: int, message: str) -> None:
+    bench = tmp_path / "bench"
+    assert perf.run_benchmark("boxworld_env", _bench(*lines, code=code), bench) != 0
+    assert message in capsys.readouterr().err
+    assert not (bench / "boxworld_env.json").exists()
+
+
+def test_publish_copies_records_and_refuses_what_is_missing(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    bench, results = tmp_path / "bench", tmp_path / "results"
+    assert perf.publish(["start"], bench, results) == 2
+    assert "no record start" in capsys.readouterr().err
+    bench.mkdir()
+    (bench / "old.json").write_text(json.dumps(FIGURES))  # a bare last line, as `make perf` wrote before records
+    assert perf.publish(["old"], bench, results) == 2
+    assert "without provenance" in capsys.readouterr().err
+    assert perf.run_benchmark("boxworld_env", _bench(json.dumps(FIGURES)), bench) == 0
+    assert perf.publish(["boxworld_env"], bench, results) == 0
+    assert json.loads((results / "perf" / "boxworld_env.json").read_text())["figures"] == FIGURES
+
+
+def test_the_speed_section_shows_each_record_with_its_provenance(tmp_path: Path) -> None:
+    bench, results = tmp_path / "bench", tmp_path / "results"
+    assert perf.speed_section(results) == []  # nothing published: no section
+    unknown = {"benchmark": "listops_generator", "n": 1000, "rates": {"examples_per_s": 2500.0}}
+    for name, figures in (("boxworld_env", FIGURES), ("listops_generator", unknown)):
+        assert perf.run_benchmark(name, _bench(json.dumps(figures)), bench) == 0
+    assert perf.publish([], bench, results) == 0
+    text = "\n".join(perf.speed_section(results))
+    assert "| bridge BoxWorld, paper configuration | 400,000 | 600,000 (1.50x) | 4.00 M (10.00x) |" in text
+    assert "| rates.examples_per_s | 2,500.0 |" in text  # a benchmark without its own table: its figures
+    assert text.index("Batched BoxWorld envs") < text.index("listops_generator")
+    assert text.count("`results/perf/") == 2 and "CPUs" in text and "load average" in text
