@@ -202,23 +202,72 @@ def cmd_runs(args: argparse.Namespace) -> int:
         from harness.publish import RESULTS_DIR
 
         args.runs_dir = str(RESULTS_DIR)
+    watched = _source_files(args.imports) if args.imports else []
     rows = [r for r in index(Path(args.runs_dir) if args.runs_dir else None)
             if (not args.task or r.get("task") == args.task) and (not args.model or r.get("model") == args.model)]
+    stale = {str(r.get("run_id")): stale_files((r.get("code") or {}).get("files") if isinstance(r.get("code"), dict)
+                                               else None) if r.get("status") == "completed" else [] for r in rows}
+    everything = len(rows)
+    if args.imports:
+        from harness.rerun import imported
+
+        rows = [r for r in rows if imported(r, watched)]
+    if args.stale:
+        rows = [r for r in rows if stale[str(r.get("run_id"))]]
     if not rows:
-        print("no runs found")
+        print("no runs found" if not (args.imports or args.stale) else
+              f"none of the {everything} runs {'imported ' + ', '.join(watched) if args.imports else 'is stale'}")
         return 0
     table = [["run_id", "status", "held-out metrics"]]
-    stale_count = 0
     for row in rows:
-        status = str(row.get("status"))
-        code = row.get("code") if isinstance(row.get("code"), dict) else {}
-        if status == "completed" and stale_files(code.get("files")):
-            status, stale_count = "completed, stale", stale_count + 1
+        status = str(row.get("status")) + (", stale" if stale[str(row.get("run_id"))] else "")
         table.append([str(row.get("run_id")), status, _headline(row.get("metrics") or {})])
     print(_table(table))
-    if stale_count:
-        print(f"stale: the code that computed {stale_count} run(s) has changed since; FORCE=1 reruns one")
+    stale_count = sum(bool(stale[str(row.get("run_id"))]) for row in rows)
+    if args.imports:
+        from harness.rerun import wall_hours
+
+        print(f"{len(rows)} of {everything} runs imported {', '.join(watched)} ({wall_hours(rows):.1f} h of wall time "
+              "in all): a change to what it computes makes them stale until they are run again")
+    if args.stale:
+        _print_reruns(rows, stale)
+    elif stale_count:
+        print(f"stale: the code that computed {stale_count} run(s) has changed since; `harness runs --stale` "
+              "says which files and how to rerun them")
     return 0
+
+
+def _source_files(paths: list[str]) -> list[str]:
+    """Project-relative source paths; a file that does not exist or computes nothing is the user's mistake."""
+    from harness.provenance import NOT_COMPUTING
+
+    files = []
+    for given in paths:
+        path = Path(given).resolve()
+        try:
+            rel = path.relative_to(PROJECT_ROOT).as_posix()
+        except ValueError:
+            raise UserError(f"{given} is not inside the project ({PROJECT_ROOT})") from None
+        if not path.is_file() or path.suffix != ".py":
+            raise UserError(f"{given}: no such Python source file")
+        if rel in NOT_COMPUTING:
+            raise UserError(f"{rel} computes nothing a run reports (harness/provenance.py NOT_COMPUTING): "
+                            "changing it makes no run stale")
+        files.append(rel)
+    return files
+
+
+def _print_reruns(rows: list[dict], stale: dict[str, list[str]]) -> None:
+    """For each stale run: what changed and the command that runs it again."""
+    from harness.rerun import reproduce, wall_hours
+
+    print(f"\nrerun ({wall_hours(rows):.1f} h of wall time in all), then `harness publish <run_id>` for a "
+          "reference run:")
+    for row in rows:
+        command, note = reproduce(Path(row["path"]))
+        minutes = float(row.get("wall_time_s") or 0.0) / 60.0
+        print(f"  {row.get('run_id')} ({minutes:.1f} min; changed: {', '.join(stale[str(row.get('run_id'))])})")
+        print(f"    {command or 'cannot be composed again: ' + note}" + (f"  # {note}" if command and note else ""))
 
 
 def _truthy(value: str | None) -> bool:
@@ -270,6 +319,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None)
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
     p.add_argument("--reference", action="store_true", help="list the shipped reference runs (results/) instead")
+    p.add_argument("--stale", action="store_true",
+                   help="only the stale runs, with the files that changed and the command that reruns each")
+    p.add_argument("--imports", nargs="+", metavar="FILE", default=None,
+                   help="only the runs that imported these source files: the runs a change to them would make stale")
     p.set_defaults(func=cmd_runs)
     p = sub.add_parser("publish", help="copy completed runs into the tracked reference store (results/)")
     p.add_argument("runs", nargs="+", help="run ids (from `harness runs`) or run directories")

@@ -35,8 +35,8 @@ NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "ha
                  "harness/provenance.py", "harness/publish.py", "harness/__init__.py", "harness/runners/tune.py",
                  "harness/runners/ray_session.py", "harness/runners/run_transfer.py",
                  "harness/runners/launch.py", "harness/runners/stacked_launch.py", "harness/runners/retest.py",
-                 "harness/interfaces.py", "harness/runners/predictions.py", "tasks/relations_game/data_checks.py",
-                 "tasks/babi/examples.py")
+                 "harness/rerun.py", "harness/interfaces.py", "harness/runners/predictions.py",
+                 "tasks/relations_game/data_checks.py", "tasks/babi/examples.py")
 PACKAGES = ("torch", "lightning", "omegaconf", "numpy", "ray", "gymnasium", "wandb")
 
 

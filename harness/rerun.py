@@ -1,0 +1,83 @@
+"""Planning reruns: which stored runs a change to a source file would make stale, and the command that
+reproduces a run (``harness runs --imports FILE``, ``harness runs --stale``).
+
+A run is stale once a source file it imported computes differently (:mod:`harness.provenance`); the reference
+store's numbers then wait for their runs to be repeated. Before changing a file, ``--imports`` says which runs
+imported it and what their repetition costs in wall time; after, ``--stale`` lists the stale runs with the files
+that changed and, for each, the ``harness bench`` command that composes its stored config again. The command is
+checked: when it would not give the run's own id (a hash of the config), for example because a config key was
+added since (at a default that keeps the old behaviour, as new options here do), the listing says so.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import OmegaConf
+
+from harness.config import compose, run_id
+from harness.errors import UserError
+
+IGNORED = ("seed", "profile", "data.fingerprint")  # given as options, or computed by the run
+
+
+def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(node, dict):
+        return {prefix[:-1]: node}
+    flat: dict[str, Any] = {}
+    for key, value in node.items():
+        flat.update(_flat(value, f"{prefix}{key}."))
+    return flat
+
+
+def _value(value: Any) -> str:
+    """A config value as an OmegaConf dotlist value."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, list | dict):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def reproduce(run_dir: Path) -> tuple[str | None, str]:
+    """(the ``harness bench`` command that composes the stored run in ``run_dir`` again, or None when it cannot be
+    composed; a note when the command's run id will not be the stored one, and why)."""
+    results = json.loads((run_dir / "results.json").read_text())
+    stored = yaml.safe_load((run_dir / "config.yaml").read_text())
+    task, model, profile, seed = results["task"], results["model"], results["profile"], int(results["seed"])
+    try:
+        defaults = _flat(OmegaConf.to_container(compose(task, model, profile, [f"seed={seed}"]).cfg, resolve=True))
+    except UserError as exc:
+        return None, f"its task, model or profile no longer composes ({exc})"
+    wanted = _flat(stored)
+    set_by_run = {key: value for key, value in wanted.items() if key not in defaults}  # e.g. a resolved data source
+    overrides = [f"{key}={_value(value)}" for key, value in sorted(wanted.items())
+                 if key not in IGNORED and key not in set_by_run and defaults[key] != value]
+    try:
+        again = compose(task, model, profile, [f"seed={seed}", *overrides]).cfg
+    except UserError as exc:
+        return None, f"its config no longer composes ({exc})"
+    OmegaConf.set_struct(again, False)
+    for key, value in {**set_by_run, "data.fingerprint": wanted.get("data.fingerprint")}.items():
+        OmegaConf.update(again, key, value, force_add=True)
+    command = ["harness", "bench", "--task", task, "--model", model, "--profile", profile, "--seed", str(seed)]
+    shown = " ".join(shlex.quote(part) for part in [*command, *(["--", *overrides] if overrides else [])])
+    if run_id(again) == results["run_id"]:
+        return shown, ""
+    added = sorted(key for key in defaults if key not in wanted)
+    return shown, ("a new run id: config keys added since the run (at their defaults): " + ", ".join(added)
+                   if added else "a new run id: a default the run relied on has changed")
+
+
+def imported(row: dict[str, Any], paths: list[str]) -> list[str]:
+    """The files among ``paths`` (relative to the project) that the run in ``row`` recorded as imported."""
+    files = ((row.get("code") or {}).get("files") or {}) if isinstance(row.get("code"), dict) else {}
+    return [path for path in paths if path in files]
+
+
+def wall_hours(rows: list[dict[str, Any]]) -> float:
+    return sum(float(row.get("wall_time_s") or 0.0) for row in rows) / 3600.0
