@@ -4,6 +4,7 @@ cannot start costs the mirror, not the run (harness/tracking.py)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,20 +33,22 @@ class _Summary:
         self.calls.append(("summary", (key, value)))
 
 
-def _tracker(tmp_path: Path) -> tracking.Tracker:
+def _tracker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str,
+             start: Callable[..., FakeRun]) -> tracking.Tracker:
+    """A tracker in W&B mode ``mode`` whose W&B run is opened by ``start`` (on the starter thread)."""
+    monkeypatch.setenv("WANDB_MODE", mode)
+    monkeypatch.setattr(tracking, "_start_wandb", start)
     return tracking.Tracker(tmp_path / "run", "task-model-smoke-s0-abc", {"seed": 0}, "project", "group", [])
 
 
 def test_calls_made_while_wandb_starts_are_replayed_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WANDB_MODE", "offline")
     release, run = threading.Event(), FakeRun()
 
     def slow_start(*args: Any) -> FakeRun:
         assert release.wait(10)
         return run
 
-    monkeypatch.setattr(tracking, "_start_wandb", slow_start)
-    tracker = _tracker(tmp_path)
+    tracker = _tracker(tmp_path, monkeypatch, "offline", slow_start)
     tracker.log({"train/loss": 1.0}, step=1)  # W&B still starting: kept, not lost, and training is not held up
     tracker.log({"train/loss": 0.5}, step=2)
     assert run.calls == []
@@ -60,13 +63,10 @@ def test_calls_made_while_wandb_starts_are_replayed_in_order(tmp_path: Path, mon
 
 def test_a_wandb_run_that_cannot_start_leaves_the_run_going(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("WANDB_MODE", "offline")
-
     def broken_start(*args: Any) -> FakeRun:
         raise RuntimeError("no service")
 
-    monkeypatch.setattr(tracking, "_start_wandb", broken_start)
-    tracker = _tracker(tmp_path)
+    tracker = _tracker(tmp_path, monkeypatch, "offline", broken_start)
     tracker.log({"train/loss": 1.0}, step=1)
     tracker.summary({"test/acc": 0.9})
     tracker.finish(0)
@@ -75,13 +75,10 @@ def test_a_wandb_run_that_cannot_start_leaves_the_run_going(tmp_path: Path, monk
 
 
 def test_disabled_wandb_starts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WANDB_MODE", "disabled")
-
     def must_not_start(*args: Any) -> FakeRun:
         raise AssertionError("W&B started although disabled")
 
-    monkeypatch.setattr(tracking, "_start_wandb", must_not_start)
-    tracker = _tracker(tmp_path)
+    tracker = _tracker(tmp_path, monkeypatch, "disabled", must_not_start)
     tracker.log({"train/loss": 1.0}, step=1)
     tracker.finish(0)
     assert not (tmp_path / "run").exists()
