@@ -161,7 +161,8 @@ def _stepwise(figures: dict[str, Any]) -> list[str]:
 def _babi(figures: dict[str, Any]) -> list[str]:
     rows = [[task, str(entry["statements"]), f"{entry['examples_per_s']:,.0f}", f"{entry['vs_task_1']:.2f}"]
             for task, entry in sorted(figures["tasks"].items(), key=lambda item: int(item[0]))]
-    return _table(["bAbI task", "statements kept", "TPR-RNN training examples/s (model step)", "x task 1"], rows)
+    return _table(["bAbI task", "statements per story (padded batch)", "TPR-RNN training examples/s (model step)",
+                   "x task 1"], rows)
 
 
 def _flat(figures: dict[str, Any], prefix: str = "") -> list[list[str]]:
@@ -202,9 +203,9 @@ def speed_section(results_dir: Path) -> list[str]:
     records.sort(key=lambda record: (order.index(record["name"]) if record["name"] in order else len(order),
                                      record["name"]))
     lines = ["### Speed (`make perf`, published with `make perf-publish`)", "",
-             "Each table is one benchmark's stored record: its figures were measured in one process, side by side, "
-             "so ratios within a table hold on a loaded machine; the line under it says where, when and under "
-             "what load."]
+             "Each table is one stored benchmark record. Where a table compares cases (envs, stack sizes, tasks), "
+             "they were measured in one process, interleaved, so their ratios hold on a loaded machine; absolute "
+             "rates vary with the machine and its load, which the line under each table gives."]
     for record in records:
         title, render = RENDERERS.get(record["name"], (record["name"], lambda figures: _table(
             ["figure", "value"], _flat(figures))))
