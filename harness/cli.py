@@ -195,7 +195,7 @@ def _headline(metrics: dict) -> str:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from harness.provenance import stale_files
+    from harness.provenance import stale_run_files
     from harness.runs import index
 
     if args.reference:
@@ -205,8 +205,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     watched = _source_files(args.imports) if args.imports else []
     rows = [r for r in index(Path(args.runs_dir) if args.runs_dir else None)
             if (not args.task or r.get("task") == args.task) and (not args.model or r.get("model") == args.model)]
-    stale = {str(r.get("run_id")): stale_files((r.get("code") or {}).get("files") if isinstance(r.get("code"), dict)
-                                               else None) if r.get("status") == "completed" else [] for r in rows}
+    stale = {str(r.get("run_id")): stale_run_files(r) for r in rows}
     everything = len(rows)
     if args.imports:
         from harness.rerun import imported

@@ -165,6 +165,19 @@ def fingerprint(items: dict[str, str]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def recorded_files(results: dict[str, Any]) -> dict[str, str]:
+    """The source files a run (its results.json as ``results``) recorded as imported, with their digests."""
+    code = results.get("code")
+    files = code.get("files") if isinstance(code, dict) else None
+    return files if isinstance(files, dict) else {}
+
+
+def stale_run_files(results: dict[str, Any]) -> list[str]:
+    """The source files that computed a completed run (its results.json as ``results``) and have changed in this
+    checkout since: the run is stale when there are any."""
+    return stale_files(recorded_files(results)) if results.get("status") == "completed" else []
+
+
 def stale_files(recorded: dict[str, str] | None, root: Path = PROJECT_ROOT) -> list[str]:
     """The recorded source files that differ from (or are missing in) the checkout at ``root``; empty when the
     run's code is the checkout's, or when the run recorded none (then nothing can be said)."""

@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 
 from harness.config import compose, run_id
 from harness.errors import UserError
+from harness.provenance import recorded_files
 
 IGNORED = ("seed", "profile", "data.fingerprint")  # given as options, or computed by the run
 
@@ -75,7 +76,7 @@ def reproduce(run_dir: Path) -> tuple[str | None, str]:
 
 def imported(row: dict[str, Any], paths: list[str]) -> list[str]:
     """The files among ``paths`` (relative to the project) that the run in ``row`` recorded as imported."""
-    files = ((row.get("code") or {}).get("files") or {}) if isinstance(row.get("code"), dict) else {}
+    files = recorded_files(row)
     return [path for path in paths if path in files]
 
 

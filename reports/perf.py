@@ -24,10 +24,12 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from harness.provenance import git_info, machine_info, package_versions
+from reports.markdown import table
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_DIR = ROOT / "bench"
@@ -103,10 +105,7 @@ def publish(names: Sequence[str], bench_dir: Path = BENCH_DIR, results_dir: Path
 
 # The README's speed tables
 
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(row) + " |" for row in rows)]
+_table = partial(table, empty=None)  # a record's table: its header even without rows
 
 
 def _rate(value: float) -> str:

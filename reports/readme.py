@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from reports.markdown import table as _table
 from reports.papers import PaperSpec, TableSpec, load_papers
 from reports.perf import speed_section
 from reports.settings import differences
@@ -114,14 +115,6 @@ def _row_matches(run: RunRecord, table: TableSpec, row: dict[str, Any]) -> bool:
     have = cfg_get(run.config, str(table.config_key))
     want = row.get(str(table.row_key))
     return ([str(v) for v in have] == [str(want)]) if isinstance(have, list) else str(have) == str(want)
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    if not rows:
-        return ["_No reference run yet._"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    return lines
 
 
 def _babi_data(run: RunRecord) -> str:

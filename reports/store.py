@@ -396,15 +396,6 @@ def load_run(results_path: Path, runs_dir: Path) -> RunRecord:
     return run
 
 
-def _stale_files(results: dict[str, Any]) -> list[str]:
-    """The source files that computed a completed run and have changed in this checkout since."""
-    from harness.provenance import stale_files
-
-    code = results.get("code") if isinstance(results.get("code"), dict) else {}
-    files = code.get("files") if isinstance(code.get("files"), dict) else None
-    return stale_files(files) if results.get("status") == "completed" else []
-
-
 def load_store(runs_dir: Path, origin: str = YOURS) -> list[RunRecord]:
     """Every ``<task>/<model>/<run_id>/results.json`` under ``runs_dir`` (sorted by path), each with a unique
     page name; an empty list when the folder does not exist."""
@@ -414,6 +405,8 @@ def load_store(runs_dir: Path, origin: str = YOURS) -> list[RunRecord]:
 def load_stores(stores: list[tuple[Path, str]]) -> list[RunRecord]:
     """The runs of several stores (the reference store ``results/`` and the user's ``runs/``), each marked with
     its origin and whether its code is stale, with page names unique across the stores."""
+    from harness.provenance import stale_run_files
+
     runs: list[RunRecord] = []
     for root, origin in stores:
         if not root.is_dir():
@@ -422,7 +415,7 @@ def load_stores(stores: list[tuple[Path, str]]) -> list[RunRecord]:
             run = load_run(path, root)
             run.origin = origin
             try:
-                run.stale = _stale_files(run.results)
+                run.stale = stale_run_files(run.results)
             except (OSError, ValueError, TypeError):
                 run.stale = []
             runs.append(run)
