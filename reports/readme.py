@@ -232,13 +232,13 @@ def fidelity_lines(babi_groups: list[list[RunRecord]]) -> list[str]:
         if cfg_get(run.config, "task.source") != "generator" or not official:
             continue
         generated = _values(group, "test/acc")
-        rows.append([str(cfg_get(run.config, "task.babi_id")), run.model, str(run.profile), str(len(group)),
-                     _mean_sd(generated, 100, 1), _mean_sd(official, 100, 1),
+        rows.append([str(cfg_get(run.config, "task.babi_id")), run.model, str(run.profile), _budget(run),
+                     str(len(group)), _mean_sd(generated, 100, 1), _mean_sd(official, 100, 1),
                      "yes" if statistics.fmean(official) >= FIDELITY_TARGET else "no", _ids(group)])
     if not rows:
         return []
-    header = ["bAbI task", "model", "profile", "seeds", "test acc % (generated)", "test acc % (official file)",
-              f">= {FIDELITY_TARGET:.0%}", "runs"]
+    header = ["bAbI task", "model", "profile", "budget", "seeds", "test acc % (generated)",
+              "test acc % (official file)", f">= {FIDELITY_TARGET:.0%}", "runs"]
     return ["", "Generator fidelity: trained only on the built-in generator's data (as many questions as en-10k), "
             "tested on a generated test set and on the official en-10k test file.", "", *_table(header, rows)]
 
