@@ -222,11 +222,17 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
     return pages
 
 
+def _check_out(out_dir: Path) -> None:
+    """FileExistsError unless ``out_dir`` is absent, empty or a folder an earlier build wrote (checked before the
+    pages are built, so a wrong ``--out`` is refused at once, and again when the site replaces it)."""
+    if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / MARKER).exists())):
+        raise FileExistsError(f"{out_dir} exists and is not a report folder (no {MARKER}); "
+                              "choose another --out or remove it")
+
+
 def _replace_site(staging: Path, out_dir: Path) -> None:
     if out_dir.exists():
-        if not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / MARKER).exists()):
-            raise FileExistsError(f"{out_dir} exists and is not a report folder (no {MARKER}); "
-                                  "choose another --out or remove it")
+        _check_out(out_dir)
         old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
         os.replace(out_dir, old / out_dir.name)
         os.replace(staging, out_dir)
@@ -244,6 +250,7 @@ def build_report(runs_dir: Path, out_dir: Path, papers_dir: Path = PAPERS_DIR,
     must be absent, empty or a folder an earlier build wrote. ``files_root`` is the folder the papers' facts
     name their benchmark files under."""
     runs_dir, out_dir = Path(runs_dir), Path(out_dir)
+    _check_out(out_dir)
     sources = ([(Path(results_dir), REFERENCE, "the reference store")] if results_dir is not None else []) + \
         [(runs_dir, YOURS, "your run store")]
     runs = load_stores([(path, origin) for path, origin, _ in sources])
