@@ -13,6 +13,7 @@ A sweep is one YAML file (``sweeps/<name>.yaml``)::
       task.babi_id: {type: grid, values: [1, 6]}
     num_samples: 1                   # samples of the random part of the space, per grid point
     stack_seeds: false               # true: the seeds of each trial point train as one stack (one trial)
+    reuse_processes: false           # true: a trial may run in the process of a finished one (see below)
     cpus_per_trial: 1
     max_concurrent: null             # null: as many trials as the cluster's CPUs allow
 
@@ -36,6 +37,16 @@ trains them as a stack (:func:`harness.runners.stacked_launch.launch_stack`, ``d
 member is still its own run, with the run id of its unstacked trial, and its own row of the table. A cell that
 cannot stack (RL, stepwise, another protocol, ``optim.decay_below_val_loss``, or a model the launcher's ``vmap``
 check refuses) runs its seeds one after another in that trial. Local mode only: a cluster sweep refuses it.
+
+With ``reuse_processes: true`` a finished trial's worker process takes the next trial (Tune's
+``reuse_actors``), so a trial does not start Python and import torch, Lightning and the harness again (about
+10 s on 2 cores, longer than a smoke run trains). Each run still seeds itself, builds its own model and data,
+and starts with the torch thread count its process began with. The price is in the runs' provenance: a run
+records the project files its process has imported (:func:`harness.provenance.code_files`), which now
+includes those of the trials before it in that process. For trials of one task and model these are the same
+files; across cells (a matrix sweep) a run may list files it did not use, so ``harness runs --stale`` may call
+it stale after a change that could not have moved it (never the other way round). Off by default;
+``sweeps/matrix_smoke.yaml``, a test, turns it on.
 
 Space types: ``grid`` / ``choice`` (``values``), ``uniform`` / ``loguniform`` (``low``, ``high``),
 ``randint`` (``low`` inclusive, ``high`` exclusive). Every mistake in the file or in its space (a missing
@@ -115,6 +126,7 @@ class Sweep:
     cell_time_cap_s: float | None = None  # caps train.max_time_s / rl.max_time_s of every cell
     cells: list[str] | None = None  # only the cells matching these task/model patterns (``--cells``)
     stack_seeds: bool = False  # the seeds of one trial point train as one stack, in one trial
+    reuse_processes: bool = False  # a finished trial's process runs the next trial (Tune's reuse_actors)
 
 
 def load_sweep(path: Path) -> Sweep:
@@ -204,8 +216,9 @@ def _sweep_rest_problem(data: dict[str, Any]) -> str | None:
         return f"'cpus_per_trial' must be a number > 0, not {cpus!r}"
     if concurrent is not None and (not _is_int(concurrent) or concurrent < 1):
         return f"'max_concurrent' must be null or an integer >= 1, not {concurrent!r}"
-    if not isinstance(data.get("stack_seeds", False), bool):
-        return f"'stack_seeds' must be true or false, not {data['stack_seeds']!r}"
+    for key in ("stack_seeds", "reuse_processes"):
+        if not isinstance(data.get(key, False), bool):
+            return f"'{key}' must be true or false, not {data[key]!r}"
     return _per_task_problem(data)
 
 
@@ -417,10 +430,19 @@ def _one_line(text: str) -> str:
     return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 3] + "..."
 
 
+_PROCESS_THREADS: list[int] = []  # torch's thread count when this worker process ran its first trial
+
+
 def _run_trial(trial: dict[str, Any], sweep: Sweep, env: dict[str, str], store: Any = None) -> None:
-    """One trial, inside a Ray worker: an ordinary harness run, then its outcome reported to Tune."""
+    """One trial, inside a Ray worker: an ordinary harness run, then its outcome reported to Tune. In a reused
+    process (``reuse_processes``) the trial starts with the thread count the process began with, not the one
+    an earlier trial's ``train.threads`` left."""
+    import torch
     from ray import tune
 
+    if not _PROCESS_THREADS:
+        _PROCESS_THREADS.append(torch.get_num_threads())
+    torch.set_num_threads(_PROCESS_THREADS[0])
     os.environ.update(env)
     tune.report(run_stack_trial(trial, sweep) if "seeds" in trial else run_trial(trial, sweep, store))
 
@@ -587,8 +609,8 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
         tuner = tune.Tuner(
             trainable,
             param_space=_tune_space(sweep),
-            tune_config=tune.TuneConfig(num_samples=sweep.num_samples,
-                                        max_concurrent_trials=sweep.max_concurrent),
+            tune_config=tune.TuneConfig(num_samples=sweep.num_samples, max_concurrent_trials=sweep.max_concurrent,
+                                        reuse_actors=sweep.reuse_processes),
             run_config=tune.RunConfig(name=sweep.name, storage_path=str(runs_dir / "_tune"), verbose=1),
         )
         grid = tuner.fit()
