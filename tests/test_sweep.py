@@ -66,6 +66,8 @@ BAD_SWEEPS = {  # what the file says (None: no file; a string: the whole file; a
     "cpus_per_trial 0": ({"cpus_per_trial": "0"}, "'cpus_per_trial' must be a number > 0"),
     "cpus_per_trial negative": ({"cpus_per_trial": "-1"}, "'cpus_per_trial' must be a number > 0"),
     "max_concurrent 0": ({"max_concurrent": "0"}, "'max_concurrent' must be null or an integer >= 1"),
+    "reuse_processes not a boolean": ({"reuse_processes": "yes_please"}, "'reuse_processes' must be true or false"),
+    "reuse_processes null": ({"reuse_processes": "null"}, "'reuse_processes' must be true or false"),
     "space not a mapping": ({"space": "[optim.lr]"}, "'space' must map config keys"),
     "unknown space type": ({"space": "{optim.lr: {type: gaussian}}"}, "type 'gaussian'"),
     "space entry not a mapping": ({"space": "{optim.lr: 0.1}"}, "has type 0.1"),

@@ -1,6 +1,6 @@
 """``reuse_processes: true``: a finished trial's worker process runs the next trial (Tune's ``reuse_actors``).
 The matrix smoke sweep (tests/test_matrix_sweep.py) runs every cell that way; these check the option itself
-without starting Ray."""
+without starting Ray (tests/test_sweep.py checks the file's value)."""
 
 from __future__ import annotations
 
@@ -8,22 +8,12 @@ import sys
 import types
 from typing import Any
 
-import pytest
 import ray
 import torch
 
-from harness.errors import UserError
 from harness.runners import tune as tune_runner
 from harness.runners.tune import load_sweep
 from tests.conftest import ROOT
-
-
-@pytest.mark.parametrize("value", ["1", "yes_please", "[true]", "null"])
-def test_reuse_processes_must_be_a_boolean(value, tmp_path):
-    path = tmp_path / "sweep.yaml"
-    path.write_text(f"name: x\ntask: babi\nmodels: [lstm]\nreuse_processes: {value}\n")
-    with pytest.raises(UserError, match="'reuse_processes' must be true or false, not"):
-        load_sweep(path)
 
 
 def test_reuse_is_off_unless_a_sweep_asks_and_the_matrix_smoke_sweep_asks():
