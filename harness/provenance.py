@@ -128,15 +128,24 @@ def canonical_dump(node: Any) -> str:
     return f"{type(node).__name__}({', '.join(args)})"
 
 
+# A file's text (its SHA-256) -> its source digest: parsing is the costly part, and a report or a listing of the
+# store digests the same few dozen files once per run (a file's text, not its path, keys it: an edit misses).
+_DIGESTS: dict[str, str] = {}
+
+
 def source_digest(path: Path) -> str:
     """A hash of what a Python file does: its syntax tree without docstrings (comments never reach it)."""
     text = path.read_text(encoding="utf-8")
-    try:
-        tree = _strip_docstrings(ast.parse(text))
-        payload = canonical_dump(tree)
-    except SyntaxError:
-        payload = text
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+    key = hashlib.sha256(text.encode()).hexdigest()
+    digest = _DIGESTS.get(key)
+    if digest is None:
+        try:
+            tree = _strip_docstrings(ast.parse(text))
+            payload = canonical_dump(tree)
+        except SyntaxError:
+            payload = text
+        digest = _DIGESTS[key] = hashlib.sha256(payload.encode()).hexdigest()[:16]
+    return digest
 
 
 def _project_file(module: Any, root: Path) -> str | None:

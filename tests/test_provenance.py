@@ -84,3 +84,15 @@ def test_docstrings_and_comments_do_not_count(tmp_path):
     assert source_digest(a) == source_digest(b)
     b.write_text("def f(x):\n    return x + 2\n")
     assert source_digest(a) != source_digest(b)
+
+
+def test_a_digest_follows_every_edit_of_a_file(tmp_path):
+    """Digests are remembered by the file's text, not its path: an edit is seen at once, and going back gives the
+    first digest again."""
+    path = tmp_path / "model.py"
+    path.write_text("def f(x):\n    return x + 1\n")
+    first = source_digest(path)
+    path.write_text("def f(x):\n    return x + 2\n")
+    assert source_digest(path) != first
+    path.write_text("def f(x):\n    return x + 1\n")
+    assert source_digest(path) == first

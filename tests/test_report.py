@@ -257,9 +257,12 @@ def test_self_contained(site: tuple[Path, Path, list[Path]]) -> None:
     assert paper.count("<svg") >= 3 and paper.count("<svg") == paper.count("</svg>")
 
 
-def test_byte_identical_rebuild(site: tuple[Path, Path, list[Path]], tmp_path: Path) -> None:
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_byte_identical_rebuild(site: tuple[Path, Path, list[Path]], tmp_path: Path, jobs: int) -> None:
+    """The same store gives the same files, whether one process renders the run pages or several (the fixture's
+    build used the default, the CPUs this process may use)."""
     runs, out, written = site
-    again = build_report(runs, tmp_path / "again", files_root=files_root(runs))
+    again = build_report(runs, tmp_path / "again", files_root=files_root(runs), jobs=jobs)
     assert [p.relative_to(tmp_path / "again") for p in again] == [p.relative_to(out) for p in written]
     for first, second in zip(written, again, strict=True):
         assert first.read_bytes() == second.read_bytes(), first.name
@@ -308,6 +311,9 @@ def test_missing_store_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str
     (other / "keep.txt").write_text("mine")
     assert main(["--runs-dir", str(tmp_path / "nope"), "--out", str(other)]) == 2
     assert (other / "keep.txt").read_text() == "mine"
+    with pytest.raises(SystemExit) as refused:  # a process count below one is the user's mistake
+        main(["--runs-dir", str(tmp_path / "nope"), "--out", str(out), "--jobs", "0"])
+    assert refused.value.code == 2 and "--jobs must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_rl_run_pages(site: tuple[Path, Path, list[Path]]) -> None:
