@@ -156,8 +156,11 @@ def test_sweep_of_two_models_and_two_seeds_fills_the_store_and_lists_the_failing
     (data / "qa6_yes-no-questions_train.txt").write_text("1 Mary moved.\n")  # malformed: no question
     (data / "qa6_yes-no-questions_test.txt").write_text("1 Mary moved.\n")
     sweep = tmp_path / "sweep.yaml"
+    # reuse_processes: failing trials must be listed, and leave no run, in a process that goes on to the next
+    # trial too (the default, a process per trial, is the two-node cluster test's: tests/test_cluster.py)
     sweep.write_text("name: tiny\ntask: babi\nmodels: [tpr_rnn, lstm]\nprofile: smoke\nseeds: [0, 1]\n"
-                     "overrides: [train.max_epochs=1]\nspace: {task.babi_id: {type: grid, values: [1, 6]}}\n")
+                     "reuse_processes: true\noverrides: [train.max_epochs=1]\n"
+                     "space: {task.babi_id: {type: grid, values: [1, 6]}}\n")
     runs = tmp_path / "runs"
     done = run_sweep_cli([str(sweep), "--runs-dir", str(runs)], {**env, "HARNESS_DATA_DIR": str(tmp_path / "data")})
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]  # the task-6 trials failed
