@@ -158,10 +158,15 @@ def _stepwise(figures: dict[str, Any]) -> list[str]:
 
 
 def _babi(figures: dict[str, Any]) -> list[str]:
-    rows = [[task, str(entry["statements"]), f"{entry['examples_per_s']:,.0f}", f"{entry['vs_task_1']:.2f}"]
+    def number(entry: dict[str, Any], key: str, form: str) -> str:
+        return format(entry[key], form) if isinstance(entry.get(key), int | float) else "–"  # older records lack it
+
+    rows = [[task, str(entry["statements"]), number(entry, "mean_statements", ".1f"),
+             f"{entry['examples_per_s']:,.0f}", f"{entry['vs_task_1']:.2f}", number(entry, "statements_per_s", ",.0f"),
+             number(entry, "statements_vs_task_1", ".2f")]
             for task, entry in sorted(figures["tasks"].items(), key=lambda item: int(item[0]))]
-    return _table(["bAbI task", "statements per story (padded batch)", "TPR-RNN training examples/s (model step)",
-                   "x task 1"], rows)
+    return _table(["bAbI task", "statements per story (padded batch)", "mean statements per example",
+                   "TPR-RNN training examples/s (model step)", "x task 1", "statements read/s", "x task 1"], rows)
 
 
 def _flat(figures: dict[str, Any], prefix: str = "") -> list[list[str]]:

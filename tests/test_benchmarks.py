@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from models.agents import bench_agents
 from models.relational import bench_models
 
@@ -39,3 +41,8 @@ def test_babi_task_throughput_benchmark_compares_each_task_with_task_1():
     assert set(figures["tasks"]) == {"1", "4"}  # task 1, the reference, is always measured
     assert figures["tasks"]["1"]["vs_task_1"] == 1.0
     assert all(task["examples_per_s"] > 0 and task["statements"] >= 1 for task in figures["tasks"].values())
+    for task in figures["tasks"].values():  # statements read per second: the real ones, padding left out
+        assert 1 <= task["mean_statements"] <= task["statements"]
+        assert task["statements_per_s"] == pytest.approx(task["examples_per_s"] * task["mean_statements"], rel=1e-2)
+    assert figures["tasks"]["1"]["statements_vs_task_1"] == 1.0
+    assert figures["tasks"]["4"]["mean_statements"] == 2.0  # every task 4 story states two facts
