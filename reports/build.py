@@ -28,6 +28,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -253,6 +254,9 @@ def _run_pages(runs: list[RunRecord], nav: list[dict[str, str]], jobs: int) -> d
             with ProcessPoolExecutor(min(jobs, len(runs)), mp_context=multiprocessing.get_context("fork")) as pool:
                 return {run.page: html for run, html in zip(runs, pool.map(_forked_run_page, range(len(runs)),
                                                                             chunksize=4), strict=True)}
+        except (OSError, NotImplementedError, BrokenProcessPool) as exc:  # no pool here, or a worker was killed
+            print(f"report: rendering the run pages in one process instead ({type(exc).__name__}: {exc})",
+                  file=sys.stderr)
         finally:
             _FORKED.clear()
     return {run.page: _run_page(env, nav, run) for run in runs}

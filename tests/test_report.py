@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from reports import build as build_module
 from reports.build import build_report, main
 
 STAGES = ("1_scratch", "2_pretrain", "3_frozen_central", "4_frozen_encoder")
@@ -264,6 +266,21 @@ def test_byte_identical_rebuild(site: tuple[Path, Path, list[Path]], tmp_path: P
     runs, out, written = site
     again = build_report(runs, tmp_path / "again", files_root=files_root(runs), jobs=jobs)
     assert [p.relative_to(tmp_path / "again") for p in again] == [p.relative_to(out) for p in written]
+    for first, second in zip(written, again, strict=True):
+        assert first.read_bytes() == second.read_bytes(), first.name
+
+
+def _killed_worker(index: int) -> str:
+    os._exit(1)  # as a worker killed while it renders (out of memory, say)
+
+
+def test_a_killed_page_worker_leaves_the_pages_to_one_process(site: tuple[Path, Path, list[Path]], tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    runs, out, written = site
+    monkeypatch.setattr(build_module, "_forked_run_page", _killed_worker)
+    again = build_report(runs, tmp_path / "again", files_root=files_root(runs), jobs=2)
+    assert "rendering the run pages in one process instead (BrokenProcessPool" in capsys.readouterr().err
     for first, second in zip(written, again, strict=True):
         assert first.read_bytes() == second.read_bytes(), first.name
 
