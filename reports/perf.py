@@ -157,6 +157,19 @@ def _stepwise(figures: dict[str, Any]) -> list[str]:
     return _table(["task/model (`cpu` profile)", "batch x steps", "training world-steps/s", "long rollout"], rows)
 
 
+def _agents(figures: dict[str, Any]) -> list[str]:
+    rows = []
+    for batch, ms in sorted(figures["ms"].items(), key=lambda item: int(item[0])):
+        gflop = figures.get("matmul_gflop", {}).get(batch, {})
+        floor = figures.get("matmul_gflop_ratio", {}).get(batch)
+        rows.append([batch, f"{ms['relational']:,.1f}", f"{ms['simplicial']:,.1f}", f"{figures['ratio'][batch]:.2f}",
+                     *(f"{gflop[name]:.2f}" if name in gflop else "–" for name in ("relational", "simplicial")),
+                     f"{floor:.2f}" if isinstance(floor, int | float) else "–"])
+    return _table(["batch", "relational ms", "simplicial ms", "simplicial / relational (time)",
+                   "relational GFLOP in products", "simplicial GFLOP in products", "simplicial / relational (GFLOP)"],
+                  rows)
+
+
 def _babi(figures: dict[str, Any]) -> list[str]:
     def number(entry: dict[str, Any], key: str, form: str) -> str:
         return format(entry[key], form) if isinstance(entry.get(key), int | float) else "–"  # older records lack it
@@ -186,6 +199,8 @@ RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "stacked": ("Stacked seeds on the Relations Game (Table 1 models, `cpu` profile, batch 10)", _stacked),
     "stepwise": ("Stepwise training and long rollouts (Algorithm 1)", _stepwise),
     "babi_tasks": ("TPR-RNN's training step on each bAbI task", _babi),
+    "agents": ("Gradient step of the relational and 2-simplicial agents (bridge BoxWorld batches, forward and "
+               "backward)", _agents),
 }
 
 

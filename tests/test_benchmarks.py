@@ -20,6 +20,9 @@ def test_agent_benchmark_reports_both_agents_and_their_ratio():
     figures = bench_agents.main(["--batch-sizes", "4", "--repeats", "1", "--warmup", "0", "--threads", "1"])
     assert set(figures["ms"]["4"]) == {"relational", "simplicial"}
     assert figures["ratio"]["4"] > 0
+    gflop = figures["matmul_gflop"]["4"]  # the 2-simplicial block multiplies more than the relational one
+    assert 0 < gflop["relational"] < gflop["simplicial"]
+    assert figures["matmul_gflop_ratio"]["4"] == pytest.approx(gflop["simplicial"] / gflop["relational"], rel=1e-2)
 
 
 def test_stepwise_benchmark_prints_one_json_line_per_run(capsys):

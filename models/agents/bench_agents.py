@@ -8,6 +8,11 @@ column), random actions, advantages and returns; one forward and backward pass o
 (policy gradient + 0.5 value MSE - 0.005 entropy) per timing; the median over ``repeats`` after
 ``warmup`` untimed steps, the two agents taking turns. Prints one line per (agent, B), the simplicial /
 relational ratio per B, and a final JSON line with every figure.
+
+Beside the times, the floating-point operations of one such step in matrix products (``mm``, ``bmm``, ``addmm``,
+convolutions; forward and backward, counted by ``torch.utils.flop_counter``; the elementwise work, such as the
+triple products of eq. (11), is not counted) and their simplicial / relational ratio: the time ratio can come
+near that ratio by doing the same products faster, and can go below it only by doing fewer of them.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import json
 from collections.abc import Callable
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from models.agents.shell import AgentShell
 from models.relational.shipped import shipped_model_cfg
@@ -53,6 +59,20 @@ def time_steps(agents: dict[str, AgentShell], batch: int, repeats: int, warmup: 
     return median_step_ms({name: gradient_step(agent) for name, agent in agents.items()}, repeats, warmup, device)
 
 
+def matmul_gflop(agent: AgentShell, batch: int, device: torch.device) -> float:
+    """GFLOP of one forward and backward pass of ``agent`` at batch ``batch`` in matrix products (see above)."""
+    gen = torch.Generator().manual_seed(batch)
+    obs = torch.randint(0, 256, (batch, *OBSERVATION), dtype=torch.uint8, generator=gen).to(device)
+    actions = torch.randint(0, NUM_ACTIONS, (batch,), generator=gen).to(device)
+    agent.zero_grad(set_to_none=True)
+    with FlopCounterMode(display=False) as counter:
+        logits, value = agent(obs)
+        actor_critic_loss(logits, value, actions, torch.zeros(batch, device=device),
+                          torch.zeros(batch, device=device)).backward()
+    agent.zero_grad(set_to_none=True)
+    return counter.get_total_flops() / 1e9
+
+
 def main(argv: list[str] | None = None) -> dict[str, object]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1280, 256])
@@ -66,7 +86,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     torch.manual_seed(0)
     agents = {name: AgentShell(shipped_model_cfg(name), None, OBSERVATION, NUM_ACTIONS).to(device) for name in AGENTS}
     figures: dict[str, object] = {"device": str(device), "threads": args.threads, "observation": list(OBSERVATION),
-                                  "repeats": args.repeats, "torch": torch.__version__, "ms": {}, "ratio": {}}
+                                  "repeats": args.repeats, "torch": torch.__version__, "ms": {}, "ratio": {},
+                                  "matmul_gflop": {}, "matmul_gflop_ratio": {}}
     for batch in args.batch_sizes:
         ms = time_steps(agents, batch, args.repeats, args.warmup, device)
         ratio = ms["simplicial"] / ms["relational"]
@@ -75,6 +96,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         print(f"{'ratio':>10}  B={batch:<5d}  simplicial / relational = {ratio:.2f}  (paper: 80 / 35 = 2.3)")
         figures["ms"][str(batch)] = {name: round(value, 2) for name, value in ms.items()}  # type: ignore[index]
         figures["ratio"][str(batch)] = round(ratio, 3)  # type: ignore[index]
+        gflop = {name: matmul_gflop(agent, batch, device) for name, agent in agents.items()}
+        floor = gflop["simplicial"] / gflop["relational"]
+        print(f"{'products':>10}  B={batch:<5d}  " + "  ".join(f"{n} {g:.2f} GFLOP" for n, g in gflop.items())
+              + f"  simplicial / relational = {floor:.2f}")
+        figures["matmul_gflop"][str(batch)] = {n: round(g, 3) for n, g in gflop.items()}  # type: ignore[index]
+        figures["matmul_gflop_ratio"][str(batch)] = round(floor, 3)  # type: ignore[index]
     print(json.dumps(figures))
     return figures
 
