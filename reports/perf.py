@@ -146,8 +146,17 @@ def _stacked(figures: dict[str, Any]) -> list[str]:
             for name, model in figures["models"].items() for threads, rates in model["batches_per_s"].items()]
     lines = _table(["model", "threads", *(f"{v} batches/s" for v in variants)], rows)
     hours = "; ".join(f"{what}: {value:.1f} h" for what, value in figures.get("grid_hours", {}).items())
-    return [*lines, "", f"Projected wall time of Table 1's grid (75 runs x 100,000 batches): {hours}."] if hours \
-        else lines
+    if hours:
+        lines = [*lines, "", f"Projected wall time of Table 1's grid (75 runs x 100,000 batches): {hours}."]
+    floor = figures.get("grid_floor")
+    if floor:
+        steps = ", ".join(f"{model} {gflop:,.2f}" for model, gflop in floor["step_gflop"].items())
+        peaks = "; ".join(f"{hours_:,.1f} h at {floor['peak_gflops'][count]:,.1f} GFLOP/s ({count} thread"
+                          f"{'s' if count != '1' else ''})" for count, hours_ in floor["hours_at_peak"].items())
+        lines += ["", f"A floor under any stacking: one training step multiplies {steps} GFLOP in matrix products "
+                      f"(forward and backward), {floor['grid_pflop']:,.2f} PFLOP over the grid; at this machine's rate "
+                      f"in one large matrix product that is at least {peaks}."]
+    return lines
 
 
 def _stepwise(figures: dict[str, Any]) -> list[str]:

@@ -208,3 +208,9 @@ def test_stacked_benchmark_reports_each_variant_and_the_grid_projection(capsys: 
     (what, hours), = figures["grid_hours"].items()  # one thread measured: the two-process bound only
     assert "2 x 1 thread" in what
     assert hours == pytest.approx(75 * 100_000 / (2 * max(rates.values())) / 3600, abs=0.01)
+    floor = figures["grid_floor"]  # the grid's work in products, at the machine's large-product rate
+    assert set(floor["step_gflop"]) == {"predinet", "mlp1", "mlp2", "relation_net", "mha"}
+    assert all(gflop > 0 for gflop in floor["step_gflop"].values())
+    assert floor["grid_pflop"] == pytest.approx(15 * 100_000 * sum(floor["step_gflop"].values()) / 1e6, rel=1e-2)
+    assert floor["hours_at_peak"]["1"] == pytest.approx(
+        floor["grid_pflop"] * 1e6 / floor["peak_gflops"]["1"] / 3600, rel=1e-2)

@@ -23,12 +23,19 @@ at 2 threads (measured) and, as a bound that assumes no contention, two 1-thread
 rate; not measured). With ``--device cuda`` the models, their stacks and the batches live on the GPU (the
 thread count then only sets the host's threads) and the grid is projected for one process on that GPU. The last
 line is one JSON object (``make perf`` keeps it in ``bench/stacked.json``).
+
+A floor under any such projection, whatever the stacking: the floating-point operations of one training step of
+each of the five models in matrix products and convolutions (``torch.utils.flop_counter``, forward and backward,
+at its ``cpu`` batch; the elementwise work is not counted), summed over the grid (15 runs of each model x 100,000
+batches), at the rate this machine reaches in one large matrix product (2048 x 2048 x 2048 float32, per thread
+count; no training step of these small models does better). ``grid_floor`` in the JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +43,7 @@ import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 from harness.config import compose
 from harness.optim import build_optimizer
@@ -133,6 +141,41 @@ def measure(model_name: str, ks: list[int], threads: list[int], repeats: int, wa
     return {"batch_size": batch_size, "optimizer": str(cfg.optim.name), "batches_per_s": rates}
 
 
+def step_gflop(model_name: str) -> float:
+    """GFLOP in matrix products and convolutions of one training step of ``model_name`` (``cpu`` profile, its batch
+    size, forward and backward)."""
+    composed = compose(TASK, model_name, "cpu", [])
+    cfg, info = composed.cfg, task_info(composed.cfg)
+    model = build_seeded(cfg, composed.model.interfaces[composed.task.interface], info, [0])[0]
+    batch = random_batch(1, int(cfg.train.batch_size), info, torch.Generator().manual_seed(0))
+    with FlopCounterMode(display=False) as counter:
+        logits = model(image=batch["image"][0], task_id=batch["task_id"][0])
+        F.cross_entropy(logits, batch["target"][0]).backward()
+    return counter.get_total_flops() / 1e9
+
+
+def matmul_peak_gflops(threads: int, size: int = 2048, repeats: int = 5) -> float:
+    """GFLOP/s of the best of ``repeats`` float32 products of two [size, size] matrices at ``threads`` threads."""
+    torch.set_num_threads(threads)
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    a @ b  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * size**3 / best / 1e9
+
+
+def grid_floor(threads: list[int]) -> dict[str, Any]:
+    """The Table 1 grid's matrix-product work and the hours it needs at this machine's large-product rate."""
+    gflop = {name: round(step_gflop(name), 2) for name in MODELS}
+    total = sum(GRID_RUNS // len(MODELS) * GRID_BATCHES * value for value in gflop.values())  # GFLOP
+    peaks = {str(count): round(matmul_peak_gflops(count), 1) for count in threads}
+    return {"step_gflop": gflop, "grid_pflop": round(total / 1e6, 2), "peak_gflops": peaks,
+            "hours_at_peak": {count: round(total / peak / 3600.0, 1) for count, peak in peaks.items()}}
+
+
 def best(rates: dict[str, float]) -> tuple[str, float]:
     """The fastest variant and its total batches/s."""
     name = max(rates, key=lambda variant: rates[variant])
@@ -184,6 +227,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     figures["grid_hours"] = projections(figures["models"], on_gpu=device.type == "cuda")
     for what, value in figures["grid_hours"].items():
         print(f"Table 1 grid (75 runs x 100,000 batches), {what}: {value:.2f} h", flush=True)
+    if device.type == "cpu":
+        floor = figures["grid_floor"] = grid_floor(args.threads)
+        print("GFLOP per training step in products: " + "  ".join(f"{m}={g}" for m, g in floor["step_gflop"].items())
+              + f"; the grid: {floor['grid_pflop']} PFLOP", flush=True)
+        for count, hours in floor["hours_at_peak"].items():
+            print(f"Table 1 grid at this machine's large-product rate ({floor['peak_gflops'][count]} GFLOP/s, "
+                  f"{count} thread(s)): at least {hours:.1f} h", flush=True)
     print(json.dumps(figures))
     return figures
 
