@@ -14,6 +14,10 @@ after the step (``on_train_batch_end``), so the first call marks the end of the 
 a marker line and the parent notes the time it arrives. The whole command's time is reported too, so that
 work moved from before the first step to after it shows.
 
+Beside each run, a fresh process that only imports torch and ``lightning.pytorch`` (then prints the marker) is
+timed too: the part of the start that no change to the harness can remove while training goes through Lightning
+(``imports_s``, its median).
+
 Prints one line per run, then the medians as one JSON object (``make perf`` keeps it in ``bench/start.json``).
 """
 
@@ -46,6 +50,8 @@ tracking.Tracker.log = _first_log
 from harness.cli import main
 sys.exit(main(sys.argv[1:]))
 """
+# The floor: what every supervised run imports before its first step, and nothing else.
+IMPORTS_CHILD = f"import torch, lightning.pytorch; print({MARKER!r}, flush=True)"
 
 
 def child_environment(scratch: Path, wandb_mode: str) -> dict[str, str]:
@@ -83,17 +89,21 @@ def time_command(command: list[str], env: dict[str, str]) -> tuple[float, float]
 def measure(task: str, model: str, profile: str, runs: int, wandb_mode: str) -> dict[str, Any]:
     command = [sys.executable, "-c", CHILD, "bench", "--task", task, "--model", model, "--profile", profile,
                "--force"]
-    first_steps, totals = [], []
+    first_steps, totals, imports = [], [], []
     for number in range(1, runs + 1):
         with tempfile.TemporaryDirectory(prefix="harness-bench-start-") as scratch:
             first_step, total = time_command(command, child_environment(Path(scratch), wandb_mode))
+            imported, _ = time_command([sys.executable, "-c", IMPORTS_CHILD], child_environment(Path(scratch),
+                                                                                                 wandb_mode))
         first_steps.append(round(first_step, 3))
         totals.append(round(total, 3))
-        print(f"run {number}/{runs}: first step at {first_step:.2f} s, command done at {total:.2f} s", flush=True)
+        imports.append(round(imported, 3))
+        print(f"run {number}/{runs}: first step at {first_step:.2f} s, command done at {total:.2f} s; "
+              f"importing torch and Lightning alone: {imported:.2f} s", flush=True)
     return {"benchmark": "start", "task": task, "model": model, "profile": profile, "wandb": wandb_mode,
             "runs": runs, "first_step_s": round(statistics.median(first_steps), 3),
             "command_s": round(statistics.median(totals), 3), "first_step_s_each": first_steps,
-            "command_s_each": totals}
+            "command_s_each": totals, "imports_s": round(statistics.median(imports), 3), "imports_s_each": imports}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -109,7 +119,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         parser.error("--runs must be at least 1")
     figures = measure(args.task, args.model, args.profile, args.runs, args.wandb)
     print(f"median of {args.runs}: first step at {figures['first_step_s']:.2f} s, command done at "
-          f"{figures['command_s']:.2f} s")
+          f"{figures['command_s']:.2f} s; importing torch and Lightning alone: {figures['imports_s']:.2f} s")
     print(json.dumps(figures))
     return figures
 

@@ -114,10 +114,12 @@ def _rate(value: float) -> str:
 
 def _start(figures: dict[str, Any]) -> list[str]:
     each = ", ".join(f"{value:.2f}" for value in figures.get("first_step_s_each", []))
-    return _table(["command", "W&B", "first training step (median)", "whole command (median)", "each run's first step"],
+    imports = f"{figures['imports_s']:.2f} s" if isinstance(figures.get("imports_s"), int | float) else "–"
+    return _table(["command", "W&B", "first training step (median)", "whole command (median)", "each run's first step",
+                   "importing torch and Lightning alone (median)"],
                   [[f"`harness bench --task {figures['task']} --model {figures['model']} --profile "
                     f"{figures['profile']}`", str(figures["wandb"]), f"{figures['first_step_s']:.2f} s",
-                    f"{figures['command_s']:.2f} s", f"{each} s"]])
+                    f"{figures['command_s']:.2f} s", f"{each} s", imports]])
 
 
 def _boxworld(figures: dict[str, Any]) -> list[str]:

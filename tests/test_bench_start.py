@@ -28,3 +28,10 @@ def test_the_command_writes_its_runs_and_wandb_files_into_the_scratch_folder(tmp
     assert env["WANDB_MODE"] == "offline" and "FORCE" not in env
     for key in ("HARNESS_RUNS_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR", "WANDB_ARTIFACT_DIR"):
         assert Path(env[key]).parent == tmp_path
+
+
+def test_the_import_floor_is_timed_to_its_marker():
+    """What every supervised run imports before its first step (torch, Lightning), timed like a command."""
+    assert "lightning.pytorch" in bench_start.IMPORTS_CHILD
+    imported, finished = bench_start.time_command([sys.executable, "-c", bench_start.IMPORTS_CHILD], {})
+    assert 0 < imported <= finished
