@@ -142,7 +142,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     from reports.build import main as build_main
 
     runs = args.runs_dir or str(default_runs_dir())
-    return build_main(["--runs-dir", runs, "--out", args.out, "--results-dir", args.results_dir])
+    if args.jobs is not None and args.jobs < 1:
+        raise UserError(f"report --jobs must be at least 1, got {args.jobs}")
+    jobs = ["--jobs", str(args.jobs)] if args.jobs is not None else []
+    return build_main(["--runs-dir", runs, "--out", args.out, "--results-dir", args.results_dir, *jobs])
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -312,6 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default=str(PROJECT_ROOT / "results"),
                    help="the reference store (default: results/ in the repository; '' for none)")
     p.add_argument("--out", default="reports/out")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="processes that draw the run pages (default: the CPUs available)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("runs", help="the runs in the store, with their status and test accuracies")
     p.add_argument("--task", default=None)

@@ -331,6 +331,12 @@ def test_missing_store_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str
     with pytest.raises(SystemExit) as refused:  # a process count below one is the user's mistake
         main(["--runs-dir", str(tmp_path / "nope"), "--out", str(out), "--jobs", "0"])
     assert refused.value.code == 2 and "--jobs must be at least 1, got 0" in capsys.readouterr().err
+    from harness.cli import main as harness_main  # `harness report` passes --jobs on, and refuses the same mistake
+
+    assert harness_main(["report", "--runs-dir", str(tmp_path / "nope"), "--results-dir", "", "--out", str(out),
+                         "--jobs", "1"]) == 0
+    assert harness_main(["report", "--out", str(out), "--jobs", "0"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "error: report --jobs must be at least 1, got 0"
 
 
 def test_rl_run_pages(site: tuple[Path, Path, list[Path]]) -> None:
