@@ -75,6 +75,7 @@ perf: $(STAMP)
 	$(PERF_RUN) agents -- $(BIN)/python -m models.agents.bench_agents
 	$(PERF_RUN) relations_models -- $(BIN)/python -m models.relational.bench_models
 	$(PERF_RUN) babi_tasks -- $(BIN)/python -m models.tpr_rnn.bench_tasks
+	$(PERF_RUN) babi_tasks_trim -- $(BIN)/python -m models.tpr_rnn.bench_tasks --trim
 	$(PERF_RUN) pathfinder_generator -- $(BIN)/python -m tasks.pathfinder.bench_generator
 	$(PERF_RUN) stepwise -- $(BIN)/python -m harness.runners.bench_stepwise
 	$(PERF_RUN) stacked -- $(BIN)/python -m harness.runners.bench_stacked

@@ -210,6 +210,8 @@ RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "stacked": ("Stacked seeds on the Relations Game (Table 1 models, `cpu` profile, batch 10)", _stacked),
     "stepwise": ("Stepwise training and long rollouts (Algorithm 1)", _stepwise),
     "babi_tasks": ("TPR-RNN's training step on each bAbI task", _babi),
+    "babi_tasks_trim": ("What if each batch were cut to its longest story: TPR-RNN's training step on each bAbI task "
+                        "(`--trim`; the runs pad every batch to the task's longest story)", _babi),
     "agents": ("Gradient step of the relational and 2-simplicial agents (bridge BoxWorld batches, forward and "
                "backward)", _agents),
 }

@@ -49,3 +49,7 @@ def test_babi_task_throughput_benchmark_compares_each_task_with_task_1():
         assert task["statements_per_s"] == pytest.approx(task["examples_per_s"] * task["mean_statements"], rel=1e-2)
     assert figures["tasks"]["1"]["statements_vs_task_1"] == 1.0
     assert figures["tasks"]["4"]["mean_statements"] == 2.0  # every task 4 story states two facts
+    trimmed = bench_tasks.main(["--tasks", "4", "--repeats", "1", "--warmup", "0", "--trim"])  # the same statements
+    assert trimmed["trim"] and not figures["trim"]
+    assert {k: t["mean_statements"] for k, t in trimmed["tasks"].items()} == \
+        {k: t["mean_statements"] for k, t in figures["tasks"].items()}

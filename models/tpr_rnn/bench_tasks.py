@@ -39,9 +39,11 @@ from harness.runners.build import prepare_task
 from models.step_timing import median_step_ms
 
 
-def task_step(babi_id: int, memory: str, seed: int = 0) -> tuple[Callable[[], None], int, int, float]:
+def task_step(babi_id: int, memory: str, seed: int = 0,
+              trim: bool = False) -> tuple[Callable[[], None], int, int, float]:
     """(one training step of TPR-RNN on task ``babi_id``, batch size, stored story length, mean real statements
-    per example over the timed batches)."""
+    per example over the timed batches). ``trim``: each batch's statement axis is cut to its longest story first
+    (what a run does not do; the model reads the same statements, ``story_len`` masks the rest)."""
     composed = compose("babi", "tpr_rnn", "cpu", [f"task.babi_id={babi_id}", f"model.memory={memory}"])
     cfg = composed.cfg
     data = prepare_task(composed).task.load()
@@ -52,6 +54,8 @@ def task_step(babi_id: int, memory: str, seed: int = 0) -> tuple[Callable[[], No
     order = torch.randperm(len(data.train), generator=torch.Generator().manual_seed(seed)).tolist()
     batches = [data.train.__getitems__(order[i:i + batch_size])
                for i in range(0, len(order) - batch_size + 1, batch_size)][:64]
+    if trim:
+        batches = [{**batch, "story": batch["story"][:, :int(batch["story_len"].max())]} for batch in batches]
     cycle = itertools.cycle(batches)
 
     def step() -> None:
@@ -73,12 +77,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--memory", default="parallel", choices=["parallel", "factored", "dense"])
+    parser.add_argument("--trim", action="store_true",
+                        help="cut each batch's statement axis to its longest story (a what-if: runs pad to the task's)")
     args = parser.parse_args(argv)
     tasks = sorted(set(args.tasks) | {1})  # task 1 is the reference
     torch.set_num_threads(args.threads)
     steps, sizes, lengths, means = {}, {}, {}, {}
     for babi_id in tasks:
-        steps[babi_id], sizes[babi_id], lengths[babi_id], means[babi_id] = task_step(babi_id, args.memory)
+        measured = task_step(babi_id, args.memory, trim=args.trim)
+        steps[babi_id], sizes[babi_id], lengths[babi_id], means[babi_id] = measured
     ms = median_step_ms({str(k): v for k, v in steps.items()}, args.repeats, args.warmup, torch.device("cpu"))
     rates = {babi_id: sizes[babi_id] * 1000.0 / ms[str(babi_id)] for babi_id in tasks}
     read = {babi_id: rates[babi_id] * means[babi_id] for babi_id in tasks}  # real statements read per second
@@ -87,7 +94,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for babi_id in tasks:
         print(f"{babi_id:>4} {lengths[babi_id]:>10} {means[babi_id]:>6.1f} {rates[babi_id]:>11,.0f} "
               f"{rates[babi_id] / rates[1]:>9.2f} {read[babi_id]:>13,.0f} {read[babi_id] / read[1]:>9.2f}", flush=True)
-    figures = {"benchmark": "babi_tpr_rnn_tasks", "memory": args.memory, "threads": args.threads,
+    figures = {"benchmark": "babi_tpr_rnn_tasks", "memory": args.memory, "threads": args.threads, "trim": args.trim,
                "torch": torch.__version__,
                "tasks": {str(k): {"statements": lengths[k], "mean_statements": round(means[k], 2),
                                   "examples_per_s": round(rates[k], 1), "vs_task_1": round(rates[k] / rates[1], 3),
