@@ -92,9 +92,9 @@ def measure(task: str, model: str, profile: str, runs: int, wandb_mode: str) -> 
     first_steps, totals, imports = [], [], []
     for number in range(1, runs + 1):
         with tempfile.TemporaryDirectory(prefix="harness-bench-start-") as scratch:
-            first_step, total = time_command(command, child_environment(Path(scratch), wandb_mode))
-            imported, _ = time_command([sys.executable, "-c", IMPORTS_CHILD], child_environment(Path(scratch),
-                                                                                                 wandb_mode))
+            env = child_environment(Path(scratch), wandb_mode)
+            first_step, total = time_command(command, env)
+            imported, _ = time_command([sys.executable, "-c", IMPORTS_CHILD], env)
         first_steps.append(round(first_step, 3))
         totals.append(round(total, 3))
         imports.append(round(imported, 3))

@@ -1,4 +1,4 @@
-"""Timing of training steps for the model benchmarks (``make perf``)."""
+"""Timing of training steps for the model benchmarks (``make perf``), and their work in matrix products."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 
 def median_step_ms(steps: dict[str, Callable[[], None]], repeats: int, warmup: int,
@@ -26,3 +27,11 @@ def median_step_ms(steps: dict[str, Callable[[], None]], repeats: int, warmup: i
             if round_index >= warmup:
                 times[name].append((time.perf_counter() - start) * 1000.0)
     return {name: statistics.median(values) for name, values in times.items()}
+
+
+def step_gflop(step: Callable[[], None]) -> float:
+    """GFLOP of one call of ``step`` in matrix products and convolutions (``mm``, ``bmm``, ``addmm``, convolutions,
+    forward and backward as ``torch.utils.flop_counter`` counts them); elementwise work is not counted."""
+    with FlopCounterMode(display=False) as counter:
+        step()
+    return counter.get_total_flops() / 1e9

@@ -206,7 +206,7 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
                tables=[tables.compare_table(runs, table) for table in paper.tables],
                facts=tables.fact_rows(paper.facts, runs, files_root),
                figures=_markup_figures(figures.paper_figures(runs, paper)))
-    pages.update(_run_pages(runs, nav, jobs))
+    pages.update(_run_pages(runs, env, nav, jobs))
     return pages
 
 
@@ -243,11 +243,10 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _run_pages(runs: list[RunRecord], nav: list[dict[str, str]], jobs: int) -> dict[str, str]:
+def _run_pages(runs: list[RunRecord], env: Environment, nav: list[dict[str, str]], jobs: int) -> dict[str, str]:
     """Every run's page, page path -> HTML. Drawing a run's figures is most of a build (about 0.4 s a run), and
     the pages are independent: with ``jobs`` > 1 they are rendered in that many forked processes (where the
     platform forks), each page exactly as one process renders it."""
-    env = environment()
     if jobs > 1 and len(runs) > 1 and "fork" in multiprocessing.get_all_start_methods():
         _FORKED.update(env=env, nav=nav, runs=runs)
         try:

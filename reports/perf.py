@@ -112,14 +112,18 @@ def _rate(value: float) -> str:
     return f"{value / 1e6:.2f} M" if value >= 1e6 else f"{value:,.0f}"
 
 
+def _optional(value: Any, form: str, unit: str = "") -> str:
+    """A figure that older records lack: formatted when it is a number, else "–"."""
+    return f"{format(value, form)}{unit}" if isinstance(value, int | float) else "–"
+
+
 def _start(figures: dict[str, Any]) -> list[str]:
     each = ", ".join(f"{value:.2f}" for value in figures.get("first_step_s_each", []))
-    imports = f"{figures['imports_s']:.2f} s" if isinstance(figures.get("imports_s"), int | float) else "–"
     return _table(["command", "W&B", "first training step (median)", "whole command (median)", "each run's first step",
                    "importing torch and Lightning alone (median)"],
                   [[f"`harness bench --task {figures['task']} --model {figures['model']} --profile "
                     f"{figures['profile']}`", str(figures["wandb"]), f"{figures['first_step_s']:.2f} s",
-                    f"{figures['command_s']:.2f} s", f"{each} s", imports]])
+                    f"{figures['command_s']:.2f} s", f"{each} s", _optional(figures.get("imports_s"), ".2f", " s")]])
 
 
 def _boxworld(figures: dict[str, Any]) -> list[str]:
@@ -174,20 +178,17 @@ def _agents(figures: dict[str, Any]) -> list[str]:
         gflop = figures.get("matmul_gflop", {}).get(batch, {})
         floor = figures.get("matmul_gflop_ratio", {}).get(batch)
         rows.append([batch, f"{ms['relational']:,.1f}", f"{ms['simplicial']:,.1f}", f"{figures['ratio'][batch]:.2f}",
-                     *(f"{gflop[name]:.2f}" if name in gflop else "–" for name in ("relational", "simplicial")),
-                     f"{floor:.2f}" if isinstance(floor, int | float) else "–"])
+                     *(_optional(gflop.get(name), ".2f") for name in ("relational", "simplicial")),
+                     _optional(floor, ".2f")])
     return _table(["batch", "relational ms", "simplicial ms", "simplicial / relational (time)",
                    "relational GFLOP in products", "simplicial GFLOP in products", "simplicial / relational (GFLOP)"],
                   rows)
 
 
 def _babi(figures: dict[str, Any]) -> list[str]:
-    def number(entry: dict[str, Any], key: str, form: str) -> str:
-        return format(entry[key], form) if isinstance(entry.get(key), int | float) else "–"  # older records lack it
-
-    rows = [[task, str(entry["statements"]), number(entry, "mean_statements", ".1f"),
-             f"{entry['examples_per_s']:,.0f}", f"{entry['vs_task_1']:.2f}", number(entry, "statements_per_s", ",.0f"),
-             number(entry, "statements_vs_task_1", ".2f")]
+    rows = [[task, str(entry["statements"]), _optional(entry.get("mean_statements"), ".1f"),
+             f"{entry['examples_per_s']:,.0f}", f"{entry['vs_task_1']:.2f}",
+             _optional(entry.get("statements_per_s"), ",.0f"), _optional(entry.get("statements_vs_task_1"), ".2f")]
             for task, entry in sorted(figures["tasks"].items(), key=lambda item: int(item[0]))]
     return _table(["bAbI task", "statements per story (padded batch)", "mean statements per example",
                    "TPR-RNN training examples/s (model step)", "x task 1", "statements read/s", "x task 1"], rows)

@@ -43,13 +43,12 @@ import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
 
 from harness.config import compose
 from harness.optim import build_optimizer
 from harness.registry import load_entry
 from harness.runners.stacked_model import StackedClassifier, clip_per_member, member_losses
-from models.step_timing import median_step_ms
+from models.step_timing import median_step_ms, step_gflop
 from tasks.relations_game.generator import TASKS
 from tasks.relations_game.task import IMAGE_SHAPE
 
@@ -141,17 +140,14 @@ def measure(model_name: str, ks: list[int], threads: list[int], repeats: int, wa
     return {"batch_size": batch_size, "optimizer": str(cfg.optim.name), "batches_per_s": rates}
 
 
-def step_gflop(model_name: str) -> float:
+def model_step_gflop(model_name: str) -> float:
     """GFLOP in matrix products and convolutions of one training step of ``model_name`` (``cpu`` profile, its batch
-    size, forward and backward)."""
+    size, forward and backward; the runner's step, :func:`plain_step`)."""
     composed = compose(TASK, model_name, "cpu", [])
     cfg, info = composed.cfg, task_info(composed.cfg)
     model = build_seeded(cfg, composed.model.interfaces[composed.task.interface], info, [0])[0]
     batch = random_batch(1, int(cfg.train.batch_size), info, torch.Generator().manual_seed(0))
-    with FlopCounterMode(display=False) as counter:
-        logits = model(image=batch["image"][0], task_id=batch["task_id"][0])
-        F.cross_entropy(logits, batch["target"][0]).backward()
-    return counter.get_total_flops() / 1e9
+    return step_gflop(plain_step(model, cfg, batch))
 
 
 def matmul_peak_gflops(threads: int, size: int = 2048, repeats: int = 5) -> float:
@@ -169,7 +165,7 @@ def matmul_peak_gflops(threads: int, size: int = 2048, repeats: int = 5) -> floa
 
 def grid_floor(threads: list[int]) -> dict[str, Any]:
     """The Table 1 grid's matrix-product work and the hours it needs at this machine's large-product rate."""
-    gflop = {name: round(step_gflop(name), 2) for name in MODELS}
+    gflop = {name: round(model_step_gflop(name), 2) for name in MODELS}
     total = sum(GRID_RUNS // len(MODELS) * GRID_BATCHES * value for value in gflop.values())  # GFLOP
     peaks = {str(count): round(matmul_peak_gflops(count), 1) for count in threads}
     return {"step_gflop": gflop, "grid_pflop": round(total / 1e6, 2), "peak_gflops": peaks,

@@ -22,11 +22,10 @@ import json
 from collections.abc import Callable
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from models.agents.shell import AgentShell
 from models.relational.shipped import shipped_model_cfg
-from models.step_timing import median_step_ms
+from models.step_timing import median_step_ms, step_gflop
 
 AGENTS = ("relational", "simplicial")
 OBSERVATION = (7, 10, 3)
@@ -41,9 +40,8 @@ def actor_critic_loss(logits: torch.Tensor, value: torch.Tensor, actions: torch.
     return (-(chosen * advantages) + 0.5 * (value - returns).square() - 0.005 * entropy).mean()
 
 
-def time_steps(agents: dict[str, AgentShell], batch: int, repeats: int, warmup: int,
-               device: torch.device) -> dict[str, float]:
-    """Median milliseconds of one forward + backward pass of each agent on the same random batch."""
+def gradient_steps(agents: dict[str, AgentShell], batch: int, device: torch.device) -> dict[str, Callable[[], None]]:
+    """One forward + backward pass of each agent, all on the same random batch of ``batch``."""
     gen = torch.Generator().manual_seed(batch)
     obs = torch.randint(0, 256, (batch, *OBSERVATION), dtype=torch.uint8, generator=gen).to(device)
     actions = torch.randint(0, NUM_ACTIONS, (batch,), generator=gen).to(device)
@@ -56,21 +54,13 @@ def time_steps(agents: dict[str, AgentShell], batch: int, repeats: int, warmup: 
             actor_critic_loss(logits, value, actions, advantages, returns).backward()
         return step
 
-    return median_step_ms({name: gradient_step(agent) for name, agent in agents.items()}, repeats, warmup, device)
+    return {name: gradient_step(agent) for name, agent in agents.items()}
 
 
-def matmul_gflop(agent: AgentShell, batch: int, device: torch.device) -> float:
-    """GFLOP of one forward and backward pass of ``agent`` at batch ``batch`` in matrix products (see above)."""
-    gen = torch.Generator().manual_seed(batch)
-    obs = torch.randint(0, 256, (batch, *OBSERVATION), dtype=torch.uint8, generator=gen).to(device)
-    actions = torch.randint(0, NUM_ACTIONS, (batch,), generator=gen).to(device)
-    agent.zero_grad(set_to_none=True)
-    with FlopCounterMode(display=False) as counter:
-        logits, value = agent(obs)
-        actor_critic_loss(logits, value, actions, torch.zeros(batch, device=device),
-                          torch.zeros(batch, device=device)).backward()
-    agent.zero_grad(set_to_none=True)
-    return counter.get_total_flops() / 1e9
+def time_steps(agents: dict[str, AgentShell], batch: int, repeats: int, warmup: int,
+               device: torch.device) -> dict[str, float]:
+    """Median milliseconds of one forward + backward pass of each agent on the same random batch."""
+    return median_step_ms(gradient_steps(agents, batch, device), repeats, warmup, device)
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
@@ -96,7 +86,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         print(f"{'ratio':>10}  B={batch:<5d}  simplicial / relational = {ratio:.2f}  (paper: 80 / 35 = 2.3)")
         figures["ms"][str(batch)] = {name: round(value, 2) for name, value in ms.items()}  # type: ignore[index]
         figures["ratio"][str(batch)] = round(ratio, 3)  # type: ignore[index]
-        gflop = {name: matmul_gflop(agent, batch, device) for name, agent in agents.items()}
+        gflop = {name: step_gflop(step) for name, step in gradient_steps(agents, batch, device).items()}
         floor = gflop["simplicial"] / gflop["relational"]
         print(f"{'products':>10}  B={batch:<5d}  " + "  ".join(f"{n} {g:.2f} GFLOP" for n, g in gflop.items())
               + f"  simplicial / relational = {floor:.2f}")
