@@ -33,35 +33,52 @@ Task 18, size-reasoning. Six objects: chocolate < box of chocolates < box, chest
 in a hidden order drawn per story; the Lua names "treasure chest", the files "chest"). A statement tells the size
 order of two objects drawn uniformly among the fifteen pairs: "The box fits inside the chest." or "The chest is
 bigger than the box." (one half each; the same fact may be told again). Statements come five at a time; after each
-five, the pairs that a chain of two told facts (big > middle > small) orders can be asked about. If there is none,
-five more statements follow; otherwise the story ends with five questions, each on a pair drawn uniformly among
-those and one of its chains (middle drawn uniformly when several chains order the pair; a fact told twice is cited
-by its first statement). The question calls bigger ("Is the X bigger than ...", "Does ... fit in the X?") the end
-object of the chain's newer fact with probability 0.69 (the files: 69.1%), otherwise the other end, each of the two
-wordings one half: "Is the big bigger than the small?" / "Does the small fit in the big?" (yes), "Is the small
-bigger than the big?" / "Does the big fit in the small?" (no). Support: the two facts of the chain, starting from
-the object the question calls bigger ("Is the chocolate bigger than the suitcase?": the chocolate's fact first), as
-in all 10,000 questions of the files; so the newer fact is cited first in 69% of questions. *Deviations from the
-Lua* (a chain of ``steps`` facts plus 2 to 7 random ones, all distinct, shuffled, then every pair at path length two
-asked once): the block-of-five layout, repeated facts and pairs asked several times are the files'. The files' pairs
-also have a told fact of their own in 31% of the questions, which this rule allows too. What is not reproduced: in
-1.7% of the files' stories a block stops after one to four questions and the story goes on (8 or 9 questions); and
-the files ask about fewer different pairs per block than uniform draws (a block with two pairs sharing a fact asks
-only one of them in about 70% of cases), which comes from the original's graph walk that the files do not pin down;
-the files cite a later copy of a repeated fact about one time in five.
+five, if a question can be asked, the story ends with five questions, otherwise five more statements follow. Which
+questions can be asked is recorded as the statements are told, by the files' rule (found from them): a new fact "big
+> small" looks on each of its two sides for earlier facts it chains with ("x > big" above it, "small > z" below it)
+and takes the earliest of those that did not themselves take a partner on that side when they were told; the chain of
+the two can then be asked citing the new fact first, and citing the partner first as well if the partner is the only
+earlier fact on that side. A fact told again takes away, with probability 1/2, the questions that cite an earlier
+telling of it first (maximum likelihood over the four released files: 0.55). Each question draws a statement
+uniformly among those some recorded chain cites first, then one of its chains and one of two wordings; it calls
+bigger the outer object of the first-cited fact: "Is the big bigger than the small?" / "Does the small fit in the
+big?" (yes) when that is the upper fact, "Is the small bigger than the big?" / "Does the big fit in the small?" (no)
+when it is the lower one; support: the first-cited fact, then the other (as in all 10,000 questions of the files).
+All 13,000 questions of the four released files ask a chain this rule records, citing first a fact it lets them cite
+first. Hence the files' figures (ours from 10,000 stories, then uniform draws among all chained pairs): 57% of
+stories ask about a single pair (58%; 39%); of two chained pairs sharing a fact only one is asked in 69% of blocks
+(67%; 6%), always the one with the earlier partner, and (but for chance) both when the shared fact was told first;
+the newer fact is cited first in 68.7% of questions (68.0%); a support naming a fact told more than once names a
+later telling 23.1% of the time (21.0%; none); 31% of questions ask about a pair that also has a told fact of its own
+(33%). *Deviations from the Lua* (a chain of ``steps`` facts plus 2 to 7 random ones, all distinct, shuffled, then
+every pair at path length two asked once): the block-of-five layout, repeated facts and the recorded questions are
+the files'. What is not reproduced: in 1.7% of the files' stories (42 of 2,574 in the four files) a block stops after
+one to four questions and the story goes on (8 or 9 questions). The files do not pin the rule down: the stops come
+only when one or two statements can be cited first (39 and 3 stops), more often the smaller their share of the
+statements told (one of five: 10 stops in 235 such blocks, one of ten: 28 in 77, two of ten: 3 in 100, 0.3 or more:
+none in about 1,570 blocks), and they fall after 1, 2, 3 and 4 questions 1, 4, 19 and 18 times, which none of the
+rules tried here (giving up after failed draws) fits.
 
-Task 19, path-finding. The six rooms, shuffled: a path of two unit steps from the first room to the third (the
-second step never goes back: the twelve answers "n,e", "s,s", ... are equally likely, as in the files), then three
-decoy rooms, each attached to a path room by a free side, drawn uniformly among the free (room, direction) sides of
-the three path rooms (as in the files, where every decoy touches the path and the source, middle and target get 38,
-25 and 38% of them: 3, 2 and 3 free sides). Sides are free per room, not per grid cell, so two decoys can land on
-the same cell (7.4% of the files' stories). Each statement "The A is north of the B." names the room farther from
-the source as its subject with probability 0.56 for path steps and the decoy with probability 0.73 (the files' 56.3%
-and 72.9%). The five statements are shuffled uniformly (as the Lua); the question "How do you go from the A to the
-B?" is answered with the comma-joined steps and supported by the two path statements in path order. *Deviations*:
-the Lua has two decoys and checks with Yen's algorithm that no second path exists on the grid; the files have three
-decoys and only the told tree. The files put the path statements later in the story than a uniform shuffle does
-(the last statement is a path step in 57% of stories, a uniform shuffle: 40%); that bias is not reproduced.
+Task 19, path-finding. The six rooms, shuffled: a path of two unit steps from the first room to the third (the second
+step never goes back: the twelve answers "n,e", "s,s", ... are equally likely, as in the files), then three decoy
+rooms, each attached to a path room by a free side, drawn uniformly among the free (room, direction) sides of the
+three path rooms (as in the files, where every decoy touches the path and the source, middle and target get 38, 25
+and 38% of them: 3, 2 and 3 free sides). Sides are free per room, not per grid cell, so two decoys can land on the
+same cell (7.4% of the files' stories). The map is told by the files' rule (found from them): again and again a room
+is drawn uniformly among the six and one of its neighbours on the map uniformly; the pair, if not told yet, is told
+next with the drawn room as the subject ("The office is north of the kitchen."), until all five pairs are told. So a
+statement between rooms with a and b neighbours comes next with weight 1/a + 1/b (the files' maximum-likelihood power
+of the neighbour counts: 1.0; the files' ten arrangements of path and decoy statements against this rule: chi-square
+15 on 9 degrees of freedom), and names first the room with fewer neighbours with probability b / (a + b): a room with
+one neighbour against one with two, three or four in 66.8, 75.6 and 78.9% of the files' statements (2/3, 3/4, 4/5).
+Path statements join busier rooms, so they come late: a path statement stands at positions 1 to 5 in 31, 34, 37, 42
+and 57% of the files' stories (ours: 32, 33, 36, 42, 58%; a uniform shuffle: 40% each); of the four statements after
+the first, 2, 3 or 4 name a room named before in 8, 70.5 and 21% of the files' stories (ours 9, 70, 21%; a shuffle 4,
+60, 36%); the first path statement names the source first in 57% of stories, the second names the middle room first
+in 44%, a decoy statement the decoy in 73% (ours 57, 43, 72%). The question "How do you go from the A to the B?" is
+answered with the comma-joined steps and supported by the two path statements in path order. *Deviations*: the Lua
+has two decoys, checks with Yen's algorithm that no second path exists on the grid and shuffles the statements
+uniformly; the files have three decoys, only the told tree and the telling order above.
 
 Choices the files leave open: the order of the random draws.
 """
@@ -70,6 +87,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from tasks.babi.generator import LOCATIONS, StoryMaker
 from tasks.babi.generator_logic import _question_line
@@ -101,9 +119,7 @@ DECOYS = 3
 
 MIDDLE_OBJECT_PROBABILITY = 2 / 3  # task 4: a statement names the middle room as its object
 SHARED_SUBJECT_PROBABILITY = 2 / 3  # task 17: a statement names the middle shape as its subject
-PATH_FAR_SUBJECT_PROBABILITY = 0.56  # task 19: a path statement names the room farther from the source first
-DECOY_SUBJECT_PROBABILITY = 0.73  # task 19: a decoy statement names the decoy first
-NEWER_FIRST_PROBABILITY = 0.69  # task 18: a question calls bigger the object of the newer fact of its chain
+RETOLD_DROP_PROBABILITY = 0.5  # task 18: a fact told again takes the questions of an earlier telling away
 
 _Fact = tuple[str, str, str]  # (subject, direction of the subject from the object, object)
 
@@ -188,52 +204,89 @@ def _size_statement(rng: random.Random, rank: dict[str, int]) -> tuple[str, str,
     return big, small, f"The {big} is bigger than the {small}"
 
 
-def _chains(first_told: dict[tuple[str, str], int]) -> dict[tuple[str, str], list[tuple[int, int]]]:
-    """(big, small) -> the (big > middle, middle > small) statement ids of every chain of two told facts."""
-    chains: dict[tuple[str, str], list[tuple[int, int]]] = {}
-    for (big, middle), upper in first_told.items():
-        for (top, small), lower in first_told.items():
-            if top == middle:
-                chains.setdefault((big, small), []).append((upper, lower))
-    return chains
+@dataclass
+class _SizeFact:
+    """One told size statement "big > small" and whether, when it was told, it found an earlier partner above it
+    (a fact "x > big") and below it (a fact "small > z")."""
+
+    line_id: int
+    big: str
+    small: str
+    linked_above: bool = False
+    linked_below: bool = False
 
 
-def _size_question(
-    rng: random.Random, big: str, small: str, chain: tuple[int, int]
-) -> tuple[str, str, tuple[int, int]]:
-    """(question, answer, support) about a chain ``(upper, lower)`` = ids of "big > middle" and "middle > small".
-    The question calls bigger the object of the newer fact with probability NEWER_FIRST_PROBABILITY; the support
-    starts from that object's fact."""
-    upper, lower = chain
-    newer_is_upper = upper > lower
-    if (rng.random() < NEWER_FIRST_PROBABILITY) == newer_is_upper:  # the question calls the big one bigger
+@dataclass
+class _SizeQuestions:
+    """The questions a task-18 story can ask: statement id -> the chains (upper id, lower id) of two facts that a
+    question citing that statement first may ask about."""
+
+    told: list[_SizeFact] = field(default_factory=list)
+    first_cited: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+
+    def tell(self, rng: random.Random, fact: _SizeFact) -> None:
+        """Record a new statement: a fact told again takes the questions of each earlier telling away with
+        probability RETOLD_DROP_PROBABILITY; then the new fact links to one partner on each side."""
+        for earlier in self.told:
+            if (earlier.big, earlier.small) == (fact.big, fact.small) and earlier.line_id in self.first_cited:
+                if rng.random() < RETOLD_DROP_PROBABILITY:
+                    del self.first_cited[earlier.line_id]
+        self._link(fact, below=False)
+        self._link(fact, below=True)
+        self.told.append(fact)
+
+    def _link(self, fact: _SizeFact, below: bool) -> None:
+        """Chain ``fact`` with the earliest earlier fact on one side that did not link towards it when it was told
+        itself; the chain is asked citing ``fact`` first, and citing the partner first too when the partner is the
+        only earlier fact on that side."""
+        if below:  # partners "fact.small > z"
+            side = [other for other in self.told if other.big == fact.small]
+            free = [other for other in side if not other.linked_above]
+        else:  # partners "x > fact.big"
+            side = [other for other in self.told if other.small == fact.big]
+            free = [other for other in side if not other.linked_below]
+        if not free:
+            return
+        partner = free[0]
+        if below:
+            chain, fact.linked_below = (fact.line_id, partner.line_id), True
+        else:
+            chain, fact.linked_above = (partner.line_id, fact.line_id), True
+        self.first_cited.setdefault(fact.line_id, []).append(chain)
+        if len(side) == 1:
+            self.first_cited.setdefault(partner.line_id, []).append(chain)
+
+    def question(self, rng: random.Random) -> tuple[str, str, tuple[int, int]]:
+        """(question, answer, support): a statement drawn uniformly among those a question can cite first, one of
+        its chains, one of the two wordings. The question calls bigger the object of the first-cited fact's outer
+        end: the big end of the upper fact ("yes") or the small end of the lower fact ("no")."""
+        first = rng.choice(sorted(self.first_cited))
+        upper, lower = rng.choice(self.first_cited[first])
+        facts = {fact.line_id: fact for fact in self.told}
+        big, small = facts[upper].big, facts[lower].small
+        if first == upper:
+            if rng.random() < 0.5:
+                return f"Is the {big} bigger than the {small}?", "yes", (upper, lower)
+            return f"Does the {small} fit in the {big}?", "yes", (upper, lower)
         if rng.random() < 0.5:
-            return f"Is the {big} bigger than the {small}?", "yes", (upper, lower)
-        return f"Does the {small} fit in the {big}?", "yes", (upper, lower)
-    if rng.random() < 0.5:
-        return f"Is the {small} bigger than the {big}?", "no", (lower, upper)
-    return f"Does the {big} fit in the {small}?", "no", (lower, upper)
+            return f"Is the {small} bigger than the {big}?", "no", (lower, upper)
+        return f"Does the {big} fit in the {small}?", "no", (lower, upper)
 
 
 def size_story(rng: random.Random, n_questions: int = SIZE_QUESTIONS) -> list[str]:
-    """Lines of one task-18 story: blocks of five statements until a chain of two facts exists, then
-    ``n_questions`` (at most five) questions."""
+    """Lines of one task-18 story: blocks of five statements until a question can be asked, then ``n_questions``
+    (at most five) questions."""
     _check_count(18, n_questions, SIZE_QUESTIONS)
     rank = _size_order(rng)
     lines: list[str] = []
-    first_told: dict[tuple[str, str], int] = {}  # (bigger, smaller) -> id of its first statement
-    while True:
+    asks = _SizeQuestions()
+    while not asks.first_cited:
         for _ in range(SIZE_STATEMENTS_PER_BLOCK):
             big, small, text = _size_statement(rng, rank)
             lines.append(f"{len(lines) + 1} {text}.\n")
-            first_told.setdefault((big, small), len(lines))
-        chains = _chains(first_told)
-        if chains:
-            break
-    pairs = sorted(chains)
+            asks.tell(rng, _SizeFact(len(lines), big, small))
     for _ in range(n_questions):
-        big, small = rng.choice(pairs)
-        question, answer, support = _size_question(rng, big, small, rng.choice(chains[big, small]))
+        question, answer, support = asks.question(rng)
         lines.append(_question_line(len(lines) + 1, question, answer, support))
     return lines
 
@@ -244,24 +297,45 @@ def _free_sides(facts: Sequence[_Fact], rooms: Sequence[str]) -> list[tuple[str,
     return [(room, step) for room in rooms for step in STEPS if (room, step) not in used]
 
 
+def _tell_map(rng: random.Random, rooms: Sequence[str], facts: Sequence[_Fact]) -> list[_Fact]:
+    """The statements of a map in the files' order and wording: again and again a room is drawn uniformly among
+    ``rooms`` and one of its neighbours uniformly; the pair, if not told yet, is told next with the drawn room as
+    the subject ("The <room> is <direction> of the <neighbour>.")."""
+    beside: dict[str, list[tuple[str, str]]] = {room: [] for room in rooms}  # room -> (its direction, neighbour)
+    for subject, step, obj in facts:
+        beside[subject].append((step, obj))
+        beside[obj].append((OPPOSITE[step], subject))
+    told: list[_Fact] = []
+    pairs: set[frozenset[str]] = set()
+    while len(told) < len(facts):
+        room = rng.choice(rooms)
+        step, neighbour = rng.choice(beside[room])
+        if frozenset((room, neighbour)) not in pairs:
+            pairs.add(frozenset((room, neighbour)))
+            told.append((room, step, neighbour))
+    return told
+
+
 def path_finding_story(rng: random.Random, n_questions: int = PATH_QUESTIONS) -> list[str]:
     """Lines of one task-19 story: five statements (a two-step path and three decoys), then one question."""
     _check_count(19, n_questions, PATH_QUESTIONS)
-    source, middle, target, *decoys = rng.sample(LOCATIONS, len(LOCATIONS))
+    rooms = rng.sample(LOCATIONS, len(LOCATIONS))
+    source, middle, target, *decoys = rooms
     step1 = rng.choice(tuple(STEPS))
     step2 = rng.choice([step for step in STEPS if step != OPPOSITE[step1]])
-    path = [
-        _oriented(source, middle, step1, rng.random() < PATH_FAR_SUBJECT_PROBABILITY),
-        _oriented(middle, target, step2, rng.random() < PATH_FAR_SUBJECT_PROBABILITY),
-    ]
-    facts = list(path)
+    facts = [(middle, step1, source), (target, step2, middle)]  # (room, its direction from the other, other)
     for decoy in decoys[:DECOYS]:
         room, step = rng.choice(_free_sides(facts, (source, middle, target)))
-        facts.append(_oriented(room, decoy, step, rng.random() < DECOY_SUBJECT_PROBABILITY))
-    rng.shuffle(facts)
-    support = (facts.index(path[0]) + 1, facts.index(path[1]) + 1)
+        facts.append((decoy, step, room))
+    told = _tell_map(rng, rooms[: 3 + DECOYS], facts)
+    support = tuple(_told_index(told, *pair) for pair in ((source, middle), (middle, target)))
     question = f"How do you go from the {source} to the {target}?"
-    return [*_statement_lines(facts, COMPASS_OF), _question_line(6, question, f"{step1},{step2}", support)]
+    return [*_statement_lines(told, COMPASS_OF), _question_line(6, question, f"{step1},{step2}", support)]
+
+
+def _told_index(told: Sequence[_Fact], a: str, b: str) -> int:
+    """Line id (from 1) of the statement relating rooms ``a`` and ``b``."""
+    return next(i for i, (subject, _, obj) in enumerate(told, 1) if {subject, obj} == {a, b})
 
 
 STORIES: dict[int, tuple[StoryMaker, int]] = {
