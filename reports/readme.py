@@ -495,16 +495,18 @@ def _world_rollout(run: RunRecord) -> str:
 
 
 def _world_training(run: RunRecord, gradient: bool = True) -> str:
-    """Cycles, worlds and steps of a stepwise run (with its curriculum's start and the length it reached), how the
-    gradient crosses steps (``gradient``: where the table's setting column does not say), and its training
-    throughput."""
+    """Cycles, worlds and steps of a stepwise run (with its curriculum's start, the training accuracy that lengthens
+    its trajectories and the length it reached), how the gradient crosses steps (``gradient``: where the table's
+    setting column does not say), and its training throughput."""
     rate = (run.results.get("throughput") or {}).get("train/world_steps_per_s")
     steps = f"{cfg_get(run.config, 'stepwise.steps')} steps"
     if cfg_get(run.config, "stepwise.curriculum.enabled"):
         reached = "?"
         if run.curves is not None and "trajectory_length" in run.curves.columns:
             reached = str(int(run.curves["trajectory_length"].dropna().iloc[-1]))
-        steps = f"{cfg_get(run.config, 'stepwise.curriculum.start')} to {steps} (curriculum; reached {reached})"
+        threshold = float(cfg_get(run.config, "stepwise.curriculum.threshold"))
+        steps = (f"{cfg_get(run.config, 'stepwise.curriculum.start')} to {steps} (curriculum at {100 * threshold:g}% "
+                 f"training accuracy; reached {reached})")
     if gradient:
         steps += ", full BPTT" if cfg_get(run.config, "stepwise.bptt") else ", stop-gradient"
     return f"{_count([run], 'steps')} cycles of {cfg_get(run.config, 'stepwise.batch_size')} worlds x {steps}" \
