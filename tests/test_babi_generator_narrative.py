@@ -186,6 +186,17 @@ class CompoundWorld:
         assert support[1] in self.statements[-WINDOW:], f"the move is too far back: {line}"
 
 
+def _time_move(text: str) -> tuple[str, str, str]:
+    """(actor, room, time lower-cased) of a task-14 statement."""
+    if m := TIME_FIRST.match(text):
+        when, actor, room = m.groups()
+        return actor, room, when.lower()
+    m = TIME_LAST.match(text)
+    assert m, f"unknown statement {text!r}"
+    actor, room, when = m.groups()
+    return actor, room, when
+
+
 @dataclass
 class TimeWorld:
     """Task 14: each actor's rooms at the four times of the day."""
@@ -193,13 +204,8 @@ class TimeWorld:
     day: dict[str, dict[int, tuple[str, int]]] = field(default_factory=dict)  # actor -> time -> (room, id)
 
     def read(self, line: Line) -> None:
-        if m := TIME_FIRST.match(line.text):
-            when, actor, room = m.groups()
-        elif m := TIME_LAST.match(line.text):
-            actor, room, when = m.groups()
-        else:
-            raise AssertionError(f"unknown statement {line.text!r}")
-        time = TIME_WORDS.index(when.lower())
+        actor, room, when = _time_move(line.text)
+        time = TIME_WORDS.index(when)
         day = self.day.setdefault(actor, {})
         assert time not in day, f"{actor} already has a room {when}: {line}"
         for neighbour in (time - 1, time + 1):
@@ -491,15 +497,6 @@ def test_support_distance_distribution(task: int, k: int, ours: dict[int, Storie
     assert _total_variation(mine, pooled) <= tolerance, (mine, pooled, tolerance)
 
 
-def _time_word(text: str) -> str:
-    """The time of a task-14 statement, lower-cased."""
-    if m := TIME_FIRST.match(text):
-        return m.group(1).lower()
-    m = TIME_LAST.match(text)
-    assert m, f"unknown statement {text!r}"
-    return m.group(3)
-
-
 def _opening_times(stories: Stories) -> dict[tuple[str, ...], float]:
     """Task 14: the times of each story's first two statements. The statements before a story's first question are
     not told in the order they were drawn in (each actor's times from yesterday on), so a story often opens with an
@@ -507,7 +504,7 @@ def _opening_times(stories: Stories) -> dict[tuple[str, ...], float]:
     openings = []
     for story in stories:
         statements = [line for line in story if not line.is_question]
-        openings.append(tuple(_time_word(line.text) for line in statements[:2]))
+        openings.append(tuple(_time_move(line.text)[2] for line in statements[:2]))
     return _distribution(openings)
 
 

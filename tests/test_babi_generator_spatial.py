@@ -183,6 +183,24 @@ class ShapeWorld:
         assert line.support == expected, f"support should be {expected}: {line}"
 
 
+def _size_fact(text: str) -> tuple[str, str]:
+    """(bigger, smaller) of a statement."""
+    if m := FITS_INSIDE.match(text):
+        return m.group(2), m.group(1)
+    m = IS_BIGGER.match(text)
+    assert m, f"unknown statement {text!r}"
+    return m.groups()
+
+
+def _claims(line: Line) -> tuple[str, str]:
+    """(the object a question calls bigger, the other one)."""
+    if m := ASK_BIGGER.match(line.text):
+        return m.groups()
+    m = ASK_FIT.match(line.text)
+    assert m, f"unknown question {line.text!r}"
+    return m.group(2), m.group(1)
+
+
 @dataclass
 class SizeWorld:
     """Task 18: told size orders; "is A bigger than B" needs a chain of two told facts."""
@@ -190,12 +208,7 @@ class SizeWorld:
     bigger: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # (bigger, smaller) -> statement ids
 
     def read(self, line: Line) -> None:
-        if m := FITS_INSIDE.match(line.text):
-            small, big = m.groups()
-        elif m := IS_BIGGER.match(line.text):
-            big, small = m.groups()
-        else:
-            raise AssertionError(f"unknown statement {line.text!r}")
+        big, small = _size_fact(line.text)
         assert big != small and small not in self._above(big), f"contradicts earlier statements: {line}"
         self.bigger.setdefault((big, small), []).append(line.id)
 
@@ -212,12 +225,7 @@ class SizeWorld:
         return out
 
     def check(self, line: Line) -> None:
-        if m := ASK_BIGGER.match(line.text):
-            claimed_big, claimed_small = m.groups()
-        elif m := ASK_FIT.match(line.text):
-            claimed_small, claimed_big = m.groups()
-        else:
-            raise AssertionError(f"unknown question {line.text!r}")
+        claimed_big, claimed_small = _claims(line)
         yes = claimed_big in self._above(claimed_small)
         no = claimed_small in self._above(claimed_big)
         assert yes != no, f"the story does not order the {claimed_big} and the {claimed_small}: {line}"
@@ -564,30 +572,12 @@ def test_which_room_path_statements_name_first(ours: dict[int, Stories]) -> None
 # task 18: which questions a story asks and which telling of a repeated fact they cite
 
 
-def _size_fact(text: str) -> tuple[str, str]:
-    """(bigger, smaller) of a statement."""
-    if m := FITS_INSIDE.match(text):
-        return m.group(2), m.group(1)
-    m = IS_BIGGER.match(text)
-    assert m, f"unknown statement {text!r}"
-    return m.groups()
-
-
 def _last_questions(story: list[Line]) -> list[Line]:
     """The story's last run of questions (the files stop a run early in 1.7% of stories and tell more)."""
     run: list[Line] = []
     for line in story:
         run = [*run, line] if line.is_question else []
     return run
-
-
-def _claims(line: Line) -> tuple[str, str]:
-    """(the object a question calls bigger, the other one)."""
-    if m := ASK_BIGGER.match(line.text):
-        return m.groups()
-    m = ASK_FIT.match(line.text)
-    assert m, f"unknown question {line.text!r}"
-    return m.group(2), m.group(1)
 
 
 def _different_questions(stories: Stories, by: str) -> dict[int, float]:
