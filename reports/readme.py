@@ -549,14 +549,34 @@ GAME_OF_LIFE_FLOOR = Path("generators") / "game_of_life.json"  # under results/:
 
 
 def _dead_floor(run: RunRecord, floor: dict[str, Any]) -> str:
-    """For a Game of Life run: the accuracy of answering "dead" everywhere at its last training step and at its
-    horizons, from the stored curve of ``python -m tasks.game_of_life.baseline`` (same boards' distribution)."""
-    curve = (floor.get("dead_share") or {}).get(str(cfg_get(run.config, "task.interventions")))
-    if run.task != "game_of_life" or not curve:
+    """For a Game of Life run: the accuracy of answering "dead" everywhere on the very worlds its figures come
+    from (``held_out`` in ``python -m tasks.game_of_life.baseline``'s file): its test worlds at the training
+    length, and its rollout worlds at the rollout's first steps, training length and horizons."""
+    if run.task != "game_of_life":
         return "–"
-    steps = [*EARLY_STEPS, int(cfg_get(run.config, "stepwise.steps")),
+    steps = int(cfg_get(run.config, "stepwise.eval_steps") or cfg_get(run.config, "stepwise.steps"))
+    test = _held_out_floor(run, floor, "test", int(cfg_get(run.config, "stepwise.eval_batch")), steps)
+    rollout = _held_out_floor(run, floor, "rollout", int(cfg_get(run.config, "stepwise.horizon_batch")),
+                              max(int(h) for h in cfg_get(run.config, "stepwise.horizons")))
+    if test is None or rollout is None:
+        return f"not measured for these worlds: {floor.get('command', 'python -m tasks.game_of_life.baseline')}"
+    shown = [*EARLY_STEPS, int(cfg_get(run.config, "stepwise.steps")),
              *(int(h) for h in cfg_get(run.config, "stepwise.horizons"))]
-    return ", ".join(f"{step:,}: {100 * curve[str(step)]:.1f}" for step in dict.fromkeys(steps) if str(step) in curve)
+    curve = ", ".join(f"{step:,}: {100 * rollout[str(step)]:.1f}" for step in dict.fromkeys(shown)
+                      if str(step) in rollout)
+    return f"test, step {steps}: {100 * test[str(steps)]:.1f}; rollout {curve}"
+
+
+def _held_out_floor(run: RunRecord, floor: dict[str, Any], worlds: str, boards: int, steps: int
+                    ) -> dict[str, float] | None:
+    """The stored "dead" curve of the ``boards`` held-out ``worlds`` ("test" or "rollout") of the run's board
+    settings, measured at least ``steps`` steps; None if the file has none."""
+    board = {key: cfg_get(run.config, f"task.{key}") for key in ("size", "boundary", "density", "interventions")}
+    for entry in floor.get("held_out") or []:
+        if entry["worlds"] == worlds and entry["boards"] == boards and entry["steps"] >= steps \
+                and all(entry[key] == value for key, value in board.items()):
+            return entry["dead_share"]
+    return None
 
 
 def _model_size(run: RunRecord) -> str:
@@ -588,7 +608,7 @@ def world_state_section(runs: list[RunRecord], papers: list[PaperSpec],
                    _world_training(run), _minutes([run]), _ids([run])]
                   for run in world]
     world_header = ["task", "setting", "model", "profile", "test acc % (all steps)", "at the last training step",
-                    "per query group", "rollout acc % at step", "'all dead' answers % at step",
+                    "per query group", "rollout acc % at step", "'all dead' answers % on the same worlds",
                     "longest rollout took", "training",
                     "wall time", "run"]
     return ["### World-state tracking: Experiment 0, LSTM recall (Moskvichev & Liu 2021, §7.1)", "",
@@ -605,8 +625,11 @@ def world_state_section(runs: list[RunRecord], papers: list[PaperSpec],
             "(Game of Life: 60,000 iterations at batch 256, about 3 days on a GPU; World of Numbers: 50,000 at "
             "batch 128, about 5 hours), without a number per step. Random Game of Life boards mostly die out "
             "or settle, so answering \"dead\" everywhere scores well and better with time: that floor stands "
-            "beside each Game of Life run (`results/generators/game_of_life.json`, from "
-            f"`{floor.get('command', 'python -m tasks.game_of_life.baseline')}`).", "",
+            "beside each Game of Life run, measured on the very boards its figures come from (its 256 test "
+            "worlds at the training length, the 16 or 64 worlds of its rollout; "
+            "`results/generators/game_of_life.json`, from "
+            f"`{floor.get('command', 'python -m tasks.game_of_life.baseline')}`). A rollout figure equal to its "
+            "floor means the model answers \"dead\" on every cell of those worlds, or as good as.", "",
             *_table(world_header, world_rows)]
 
 

@@ -248,3 +248,35 @@ def test_the_schema_rejects_what_the_task_rejects(key, value):
 def test_bad_config_is_a_user_error(bad):
     with pytest.raises(UserError, match="task"):
         make(**bad)
+
+
+class AlwaysDead(torch.nn.Module):
+    """A stream model that answers "dead" to every query (logits [B, Q, 2] favouring answer 0)."""
+
+    def initial_state(self, batch: int) -> torch.Tensor:
+        return torch.zeros(batch)
+
+    def update(self, state: torch.Tensor, step: StreamStep) -> torch.Tensor:
+        return state
+
+    def extract(self, state: torch.Tensor, step: StreamStep) -> torch.Tensor:
+        logits = torch.zeros(*step.answers.shape, 2)
+        logits[..., 0] = 1.0
+        return logits
+
+
+@pytest.mark.parametrize("interventions", [0, 4])
+def test_the_floor_on_a_runs_worlds_is_what_always_dead_scores_in_its_test_and_rollout(interventions):
+    from harness.runners.stepwise_eval import TEST_SEED, evaluate, long_rollout
+    from tasks.game_of_life.baseline import held_out_floors
+
+    floors = held_out_floors([interventions], rollout_worlds=[5], steps=12, test_worlds=[7], test_steps=3)
+    by_kind = {floor["worlds"]: floor["dead_share"] for floor in floors}
+    task = make(interventions=interventions)
+    test = evaluate(AlwaysDead(), task, "test", 7, 3, TEST_SEED)
+    assert by_kind["test"]["3"] == pytest.approx(test["final/acc"], abs=1e-6)
+    rollout = long_rollout(AlwaysDead(), task, [10, 12], 5)
+    scored = {str(int(row["step"])): round(row["acc"], 6) for row in rollout.rows}  # every step up to 12
+    assert list(by_kind["rollout"]) == ["1", "2", "3", "4", "5", "10", "12"]
+    assert {step: scored[step] for step in by_kind["rollout"]} == by_kind["rollout"]
+    assert len(set(by_kind["rollout"].values())) > 3  # the boards change, so the floor is not one number
