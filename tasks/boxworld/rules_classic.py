@@ -3,7 +3,7 @@ for ``vector.BoxWorldVectorEnv``.
 
 Same rules as ``classic.BoxWorldEnv`` (one held key shown in the top-left border cell; a lock opens with its
 held colour, +1, or -1 and termination for a distractor; a key or the gem is picked up when no lock is on its
-right, the gem giving +10 and termination), written as masked numpy updates over all boards at once.
+right, the gem giving +10 and termination); a move is one compiled loop over the boards (``kernels.classic_step``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from tasks.boxworld.classic import DELTAS, NO_KEY
-from tasks.boxworld.level import EMPTY, GEM, KEY0, LOCK0, move_table
+from tasks.boxworld.kernels import classic_step
+from tasks.boxworld.level import move_table
 from tasks.boxworld.level_batch import LevelBatch
 from tasks.boxworld.palette import CLASSIC_BACKGROUND, CLASSIC_BORDER, CLASSIC_PLAYER
 from tasks.boxworld.rules_base import BatchedRules
@@ -46,42 +47,8 @@ class ClassicRules(BatchedRules):
         self.held[boards] = NO_KEY
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Move every board; returns rewards float64 [B], terminated bool [B], won bool [B]."""
-        cells, flat, held = self.cells, self.flat, self.held
-        pos = self.pos
-        target = self.moves[pos * 4 + actions]  # [B]
-        code = self._cells1[self._base + target]  # [B]
-        rewards = np.zeros(len(pos), dtype=np.float64)
-        terminated = np.zeros(len(pos), dtype=np.bool_)
-        won = np.zeros(len(pos), dtype=np.bool_)
-        moved = code == EMPTY
-        busy = (code >= KEY0).nonzero()[0]  # boards walking into a key, the gem or a lock (few)
-        if busy.size:
-            codes = code[busy].astype(np.int64)
-            opened = (codes >= LOCK0) & (codes - LOCK0 == held[busy])
-            bs = busy[opened]
-            if bs.size:
-                ts = target[bs]
-                cells[bs, ts] = EMPTY
-                held[bs] = NO_KEY
-                flat[bs, 0] = CLASSIC_BORDER
-                moved[bs] = True
-                bad = self.distractor[bs, ts]
-                rewards[bs] = np.where(bad, -1.0, 1.0)
-                terminated[bs] = bad
-            keys = codes < LOCK0
-            bs, codes = busy[keys], codes[keys]
-            ts = target[bs]
-            free = cells[bs, ts + 1] < LOCK0  # no lock on the right
-            bs, ts, codes = bs[free], ts[free], codes[free]
-            if bs.size:
-                cells[bs, ts] = EMPTY
-                moved[bs] = True
-                gem = codes - KEY0 == GEM
-                rewards[bs[gem]] = 10.0
-                terminated[bs[gem]] = won[bs[gem]] = True
-                kb, kc = bs[~gem], codes[~gem]
-                held[kb] = kc - KEY0
-                flat[kb, 0] = self.palette[kb, kc]
-        self._move_players(moved, target)
+        """Move every board (int64 actions [B]); returns rewards float64 [B], terminated bool [B], won bool [B]."""
+        rewards, terminated, won = self.outcomes(len(self.pos))
+        classic_step(actions, self.pos, self.moves, self.cells, self.distractor, self.held, self.flat, self.palette,
+                     CLASSIC_BORDER, self.empty_rgb, self.player_rgb, rewards, terminated, won)
         return rewards, terminated, won

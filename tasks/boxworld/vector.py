@@ -133,8 +133,7 @@ class BatchedBoxWorld(VectorEnv):
         the mask array)."""
         mask = boards.copy()
         shown = mask.nonzero()[0]  # [k] (few: scattering them beats np.where over all boards)
-        numbers = np.zeros_like(self._numbers)  # [K, B]
-        numbers[:, shown] = self._numbers[:, shown]
+        numbers = self._numbers * mask  # [K, B], 0 outside the mask
         for key, row in zip(self._numeric, numbers, strict=True):
             infos[key] = row if INFO_DTYPES[key] is np.int64 else row.astype(INFO_DTYPES[key])
             infos["_" + key] = mask
