@@ -31,6 +31,15 @@ def _paint(flat: np.ndarray, b: int, cell: int, rgb: np.ndarray) -> None:
 
 
 @njit(cache=True, nogil=True)
+def _walk(flat: np.ndarray, pos: np.ndarray, b: int, target: int, empty_rgb: np.ndarray, player_rgb: np.ndarray
+          ) -> None:
+    """Board b's player steps onto ``target``: its old tile repainted empty, the new one with the player."""
+    _paint(flat, b, pos[b], empty_rgb)
+    _paint(flat, b, target, player_rgb)
+    pos[b] = target
+
+
+@njit(cache=True, nogil=True)
 def bridge_step(actions: np.ndarray, pos: np.ndarray, moves: np.ndarray, cells: np.ndarray, take: np.ndarray,
                 held: np.ndarray, inventory: np.ndarray, carried: np.ndarray, flat: np.ndarray, palette: np.ndarray,
                 inventory_cells: np.ndarray, empty_rgb: np.ndarray, player_rgb: np.ndarray, rewards: np.ndarray,
@@ -43,8 +52,7 @@ def bridge_step(actions: np.ndarray, pos: np.ndarray, moves: np.ndarray, cells: 
     inventory int8 [B, N]: colours held in pick-up order, the first carried [B] of each row."""
     rows = inventory_cells.shape[0]
     for b in range(pos.shape[0]):
-        here = pos[b]
-        target = moves[here * 4 + actions[b]]
+        target = moves[pos[b] * 4 + actions[b]]
         code = cells[b, target]
         moved = code == EMPTY
         if code >= KEY0:
@@ -81,9 +89,7 @@ def bridge_step(actions: np.ndarray, pos: np.ndarray, moves: np.ndarray, cells: 
                 else:  # +1: the inventory changed
                     rewards[b] = 1.0
         if moved:
-            _paint(flat, b, here, empty_rgb)
-            _paint(flat, b, target, player_rgb)
-            pos[b] = target
+            _walk(flat, pos, b, target, empty_rgb, player_rgb)
 
 
 @njit(cache=True, nogil=True)
@@ -94,8 +100,7 @@ def classic_step(actions: np.ndarray, pos: np.ndarray, moves: np.ndarray, cells:
 
     distractor bool [B, N]: distractor lock tiles; held int64 [B]: the key held (-1 none), shown in cell 0."""
     for b in range(pos.shape[0]):
-        here = pos[b]
-        target = moves[here * 4 + actions[b]]
+        target = moves[pos[b] * 4 + actions[b]]
         code = cells[b, target]
         moved = code == EMPTY
         if code >= LOCK0:
@@ -116,6 +121,4 @@ def classic_step(actions: np.ndarray, pos: np.ndarray, moves: np.ndarray, cells:
                 held[b] = code - KEY0
                 _paint(flat, b, 0, palette[b, code])
         if moved:
-            _paint(flat, b, here, empty_rgb)
-            _paint(flat, b, target, player_rgb)
-            pos[b] = target
+            _walk(flat, pos, b, target, empty_rgb, player_rgb)
