@@ -6,7 +6,8 @@ the generator, which check every answer and supporting fact, and the rules the r
 question only about someone a recent statement names, pick-ups only where the object lies, gives only between
 people in one room). The same checkers replay the released files. Statistics are compared with the released
 1k files (``en``: their train and test files give the original generator's own spread), found under
-``$BABI_REAL_DIR`` (default: ``shared/data/babi`` beside the repository); those tests skip without them.
+``$BABI_REAL_DIR`` (default:
+``$HARNESS_DATA_DIR/babi``); those tests skip without them.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Generated stories are parsed with regexes and replayed by small world simulations written here, independently of
 the generator, which check every answer and every supporting fact. Their statistics are compared with the released
 v1.2 files (the 1k ``en`` set, whose train and test files give the spread of the original generator itself) when
-those are found under ``$BABI_REAL_DIR`` (default: ``shared/data/babi`` beside the repository).
+those are found under ``$BABI_REAL_DIR`` (default:
+``$HARNESS_DATA_DIR/babi``).
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from pathlib import Path
 import pytest
 
 from tasks.babi.generator import SUPPORTED_TASKS, file_name, generate_stories, write_dataset
+from tests.conftest import SHARED_DATA
 from tests.test_babi_generator import Line  # one parsed line of the official format
 
 NEW_TASKS = (2, 3, 15, 16)
 PER_STORY = {2: 5, 3: 5, 15: 4, 16: 1}
 SPACE_BEFORE_TAB = {2: True, 3: True, 15: False, 16: False}
-_DEFAULT_REAL_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "babi"
-REAL_DIR = Path(os.environ.get("BABI_REAL_DIR", _DEFAULT_REAL_DIR))
+REAL_DIR = Path(os.environ.get("BABI_REAL_DIR", SHARED_DATA / "babi"))  # $HARNESS_DATA_DIR/babi by default
 SAMPLE_QUESTIONS = 1000  # the size of each released 1k file, so that their spread is the yardstick
 SEED = 11
 

@@ -4,7 +4,8 @@ Generated stories are parsed with regexes and replayed by small world models wri
 generator: rooms and shapes get grid positions from the statements, objects a size order; every answer and every
 supporting fact is checked. Their statistics are compared with the released v1.2 files (the 1k ``en`` set, whose
 train and test files give the spread of the original generator itself) when those are found under
-``$BABI_REAL_DIR`` (default: ``shared/data/babi`` beside the repository).
+``$BABI_REAL_DIR`` (default:
+``$HARNESS_DATA_DIR/babi``).
 """
 
 from __future__ import annotations
