@@ -6,7 +6,7 @@ the calls' fixed cost (about 60 calls a step, 1-2 us each) rather than to the bo
 boards costs about 10 ns a board. The rules are those of the single envs (``bridge.BridgeBoxWorldEnv``,
 ``classic.BoxWorldEnv``), which stay the readable reference; ``tests/test_boxworld_vector.py`` replays the batched
 envs against them move for move. Compiled code is cached beside this file (``cache=True``), so a process compiles
-it only when the cache is missing or stale (about a second).
+it only when the cache is missing or stale (about 2 s).
 
 Arrays (B boards, N cells in observation layout, C palette codes) are the rule classes' own state, updated in place:
 cells int8 [B, N] (tile codes), pos int64 [B] (player cell), flat uint8 [B, N, 3] (the observation's pixels),
@@ -21,6 +21,12 @@ from numba import njit
 
 from tasks.boxworld.classic import NO_KEY
 from tasks.boxworld.level import EMPTY, GEM, KEY0, LOCK0, WALL
+
+# Columns of bridge BoxWorld's take table [B, N, TAKE_COLUMNS] (``rules_bridge.BridgeRules.take``): two lock colours
+# needed from NEED, two colours given from GIVE, four tiles cleared from CLEAR, and whether it is a bridge or decoy
+# lock at DECOY. numba reads these module ints as compile-time constants.
+NEED, GIVE, CLEAR, DECOY = 0, 2, 4, 8
+TAKE_COLUMNS = 9
 
 
 @njit(cache=True, nogil=True)
@@ -46,8 +52,8 @@ def bridge_step(actions: np.ndarray, pos: np.ndarray, moves: np.ndarray, cells: 
                 terminated: np.ndarray, won: np.ndarray) -> None:
     """Bridge BoxWorld (paper §3.2; ``updateState`` in dmurfet/2simplicialtransformer, env/bridge_boxworld.py).
 
-    take int16 [B, N, 9]: per tile the player can take from, lock colours needed (columns 0-1), colours given
-    (2-3), tiles cleared (4-7) and bridge or decoy (8), -1 where none (``rules_bridge.BridgeRules``); held int16
+    take int16 [B, N, TAKE_COLUMNS]: per tile the player can take from, lock colours needed (from column NEED),
+    colours given (GIVE), tiles cleared (CLEAR) and bridge or decoy (DECOY), -1 where none; held int16
     [B, 1 + colours]: copies held per colour, column 0 a sentinel 1 (a missing lock, -1, reads it);
     inventory int8 [B, N]: colours held in pick-up order, the first carried [B] of each row."""
     rows = inventory_cells.shape[0]
@@ -57,8 +63,8 @@ def bridge_step(actions: np.ndarray, pos: np.ndarray, moves: np.ndarray, cells: 
         moved = code == EMPTY
         if code >= KEY0:
             entry = take[b, target]
-            if entry[2] >= 0 and held[b, 1 + entry[0]] > 0 and held[b, 1 + entry[1]] > 0:
-                for j in range(2):  # the lock colours leave the inventory (first copy of each)
+            if entry[GIVE] >= 0 and held[b, 1 + entry[NEED]] > 0 and held[b, 1 + entry[NEED + 1]] > 0:
+                for j in range(NEED, NEED + 2):  # the lock colours leave the inventory (first copy of each)
                     colour = entry[j]
                     if colour >= 0:
                         count = carried[b]
@@ -69,22 +75,22 @@ def bridge_step(actions: np.ndarray, pos: np.ndarray, moves: np.ndarray, cells: 
                             inventory[b, k] = inventory[b, k + 1]
                         carried[b] = count - 1
                         held[b, 1 + colour] -= 1
-                for j in range(2, 4):  # the contents join it
+                for j in range(GIVE, GIVE + 2):  # the contents join it
                     colour = entry[j]
                     if colour >= 0:
                         inventory[b, carried[b]] = colour
                         carried[b] += 1
                         held[b, 1 + colour] += 1
-                for j in range(4, 8):
+                for j in range(CLEAR, CLEAR + 4):
                     cells[b, entry[j]] = EMPTY
                     _paint(flat, b, entry[j], empty_rgb)
                 for i in range(rows):  # the inventory column, in pick-up order, walls below
                     shown = KEY0 + inventory[b, i] if i < carried[b] else WALL
                     _paint(flat, b, inventory_cells[i], palette[b, shown])
                 moved = True
-                if entry[2] == GEM:  # +10 and the end for the gem
+                if entry[GIVE] == GEM:  # +10 and the end for the gem
                     rewards[b], terminated[b], won[b] = 10.0, True, True
-                elif entry[8] > 0:  # -1 and the end for a bridge or decoy lock
+                elif entry[DECOY] > 0:  # -1 and the end for a bridge or decoy lock
                     rewards[b], terminated[b] = -1.0, True
                 else:  # +1: the inventory changed
                     rewards[b] = 1.0

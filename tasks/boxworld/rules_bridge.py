@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tasks.boxworld import kernels
 from tasks.boxworld.bridge import DELTAS
 from tasks.boxworld.kernels import bridge_step
 from tasks.boxworld.level import N_COLOURS, move_table
@@ -24,8 +25,11 @@ from tasks.boxworld.level_batch import NONE, LevelBatch
 from tasks.boxworld.palette import BRIDGE_EMPTY, BRIDGE_PLAYER
 from tasks.boxworld.rules_base import BatchedRules
 
-NEED, GIVE, CLEAR, DECOY = slice(0, 2), slice(2, 4), slice(4, 8), 8  # columns of ``BridgeRules.take``
-_COLUMNS = 9
+# columns of ``BridgeRules.take``, laid out once in ``kernels`` (which indexes them as ints)
+NEED, GIVE, CLEAR = (slice(kernels.NEED, kernels.NEED + 2), slice(kernels.GIVE, kernels.GIVE + 2),
+                     slice(kernels.CLEAR, kernels.CLEAR + 4))
+DECOY = kernels.DECOY
+_COLUMNS = kernels.TAKE_COLUMNS
 
 
 class BridgeRules(BatchedRules):
