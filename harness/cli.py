@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from harness import PROJECT_ROOT
-from harness.errors import UserError
+from harness.errors import SweepStopped, UserError
 from harness.fetch_catalogue import CATALOGUE
 from harness.registry import REGISTRY
 
@@ -376,6 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except SweepStopped as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted; the same command resumes the run", file=sys.stderr)
         return 130

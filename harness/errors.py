@@ -18,6 +18,12 @@ class DataFormatError(UserError):
     """A data file does not follow its documented format; the message names the file and line."""
 
 
+class SweepStopped(RuntimeError):
+    """Ray Tune gave up on a sweep part-way (for one, when Ray's memory monitor kills trial workers, Tune 2.60's
+    controller raises instead of failing the trials). The finished trials' runs are stored and the same command
+    runs the rest, so the command line prints it as one line and exits with code 1."""
+
+
 class DivergedError(RuntimeError):
     """Training produced a non-finite loss; the run is stored with status ``diverged``."""
 

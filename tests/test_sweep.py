@@ -11,9 +11,10 @@ import sys
 import pytest
 
 from harness import cli
-from harness.errors import UserError
+from harness.errors import SweepStopped, UserError
 from harness.runners.tune import (
     cell_overrides,
+    fit_sweep,
     load_sweep,
     run_sweep,
     sweep_cells,
@@ -130,6 +131,37 @@ def test_the_good_sweep_of_the_bad_sweep_cases_reaches_ray(tmp_path, monkeypatch
                                             "task.babi_id: {type: randint, low: 1, high: 21}}"})
     with pytest.raises(AssertionError, match="Ray was started"):
         run_sweep(load_sweep(path), tmp_path / "runs")
+
+
+class _MemoryMonitorKill(Exception):
+    """Stands for ray.exceptions.OutOfMemoryError, which Tune 2.60's controller wraps in a RuntimeError."""
+
+
+class _GivingUpTuner:
+    def fit(self):
+        try:
+            raise _MemoryMonitorKill("2 worker(s) were killed due to the node running low on memory.\nMemory on the "
+                                     "node was 22.77GB used / 23.59GB limit")
+        except _MemoryMonitorKill as cause:
+            raise RuntimeError(f"Caught unexpected exception: {cause}") from cause
+
+
+def test_a_sweep_that_ray_tune_gives_up_on_is_one_line_exit_1_and_says_how_to_go_on(tmp_path, monkeypatch, capsys):
+    with pytest.raises(SweepStopped) as stopped:
+        fit_sweep(_GivingUpTuner(), "matrix_cpu")
+    message = str(stopped.value)
+    assert "\n" not in message
+    assert message.startswith("sweep matrix_cpu stopped part-way: _MemoryMonitorKill: 2 worker(s)")
+    assert "node running low on memory. Memory on the node" in message and message.endswith("runs the rest")
+
+    def stopping_sweep(*args, **kwargs):
+        fit_sweep(_GivingUpTuner(), "good")
+
+    monkeypatch.setattr("harness.runners.tune.run_sweep", stopping_sweep)
+    path = _write_sweep(tmp_path, {})
+    assert cli.main(["sweep", str(path), "--runs-dir", str(tmp_path / "runs")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: sweep good stopped part-way: "), err
 
 
 def test_the_table_lists_every_trial_with_its_status_and_reason():

@@ -94,7 +94,7 @@ from typing import Any
 import yaml
 from omegaconf import OmegaConf
 
-from harness.errors import UserError
+from harness.errors import SweepStopped, UserError
 
 SPACE_TYPES = ("grid", "choice", "uniform", "loguniform", "randint")
 SPACE_FIELDS = {"grid": ("values",), "choice": ("values",), "uniform": ("low", "high"),
@@ -613,9 +613,21 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
                                         reuse_actors=sweep.reuse_processes),
             run_config=tune.RunConfig(name=sweep.name, storage_path=str(runs_dir / "_tune"), verbose=1),
         )
-        grid = tuner.fit()
+        grid = fit_sweep(tuner, sweep.name)
         rows = [row for result in grid for row in _rows(result)]
     return sorted(rows, key=lambda row: row["trial"])
+
+
+def fit_sweep(tuner: Any, name: str) -> Any:
+    """``tuner.fit()``, with Ray Tune giving up part-way turned into :class:`SweepStopped`: one line saying why and
+    that the same command runs the rest (a trial whose run completed is not run again; one cut off resumes from
+    its checkpoint, since its owner process is gone)."""
+    try:
+        return tuner.fit()
+    except Exception as exc:  # noqa: BLE001  whatever stopped Tune's controller (e.g. ray.exceptions.OutOfMemoryError)
+        cause = exc.__cause__ or exc.__context__ or exc
+        raise SweepStopped(f"sweep {name} stopped part-way: {_reason(cause)}; the finished trials' runs are stored "
+                           "and the same command runs the rest") from exc
 
 
 def _rows(result: Any) -> list[dict[str, Any]]:
