@@ -129,6 +129,21 @@ class Tracker:
             self._run.summary[key] = value
 
 
+def close_service() -> None:
+    """Shut down this process's W&B service, if a tracker used it: ``wandb.teardown`` waits for the offline
+    runs to be written and stops the service process. A sweep's trial calls it before its Ray worker ends:
+    Ray stops a worker's child processes when the worker exits, so wandb's own exit hook would find its
+    service gone and print a 30-line traceback for every trial (the runs themselves were already complete)."""
+    if "wandb" not in sys.modules:
+        return
+    import wandb
+
+    try:
+        wandb.teardown()
+    except Exception as exc:  # noqa: BLE001  the runs are stored; only the mirror's shutdown failed
+        print(f"W&B did not shut down cleanly ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
+
+
 def _wandb_id(run_id: str) -> str:
     """W&B ids allow letters, digits, '-' and '_' only, at most 64 characters."""
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in run_id)

@@ -82,3 +82,30 @@ def test_disabled_wandb_starts_nothing(tmp_path: Path, monkeypatch: pytest.Monke
     tracker.log({"train/loss": 1.0}, step=1)
     tracker.finish(0)
     assert not (tmp_path / "run").exists()
+
+
+def test_closing_the_service_waits_for_wandb_only_where_it_was_used(monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A sweep's trial shuts its W&B service down before its Ray worker ends (harness/runners/tune.py); a
+    process that never imported wandb starts nothing, and a failing shutdown costs one line, not the trial."""
+    import sys
+    import types
+
+    monkeypatch.delitem(sys.modules, "wandb", raising=False)
+    tracking.close_service()  # nothing to close: must not import wandb
+    assert "wandb" not in sys.modules
+
+    calls: list[str] = []
+    fake = types.ModuleType("wandb")
+    fake.teardown = lambda: calls.append("teardown")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    tracking.close_service()
+    assert calls == ["teardown"]
+
+    def broken() -> None:
+        raise ConnectionResetError("Connection lost")
+
+    fake.teardown = broken  # type: ignore[attr-defined]
+    tracking.close_service()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["W&B did not shut down cleanly (ConnectionResetError: Connection lost)"]

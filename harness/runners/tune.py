@@ -95,6 +95,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from harness.errors import SweepStopped, UserError
+from harness.tracking import close_service
 
 SPACE_TYPES = ("grid", "choice", "uniform", "loguniform", "randint")
 SPACE_FIELDS = {"grid": ("values",), "choice": ("values",), "uniform": ("low", "high"),
@@ -444,7 +445,10 @@ def _run_trial(trial: dict[str, Any], sweep: Sweep, env: dict[str, str], store: 
         _PROCESS_THREADS.append(torch.get_num_threads())
     torch.set_num_threads(_PROCESS_THREADS[0])
     os.environ.update(env)
-    tune.report(run_stack_trial(trial, sweep) if "seeds" in trial else run_trial(trial, sweep, store))
+    outcome = run_stack_trial(trial, sweep) if "seeds" in trial else run_trial(trial, sweep, store)
+    if not sweep.reuse_processes:
+        close_service()  # before Ray ends the worker and its W&B service with it (harness/tracking.py)
+    tune.report(outcome)
 
 
 def member_trials(trial: dict[str, Any]) -> list[dict[str, Any]]:
