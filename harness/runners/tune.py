@@ -446,8 +446,7 @@ def _run_trial(trial: dict[str, Any], sweep: Sweep, env: dict[str, str], store: 
     torch.set_num_threads(_PROCESS_THREADS[0])
     os.environ.update(env)
     outcome = run_stack_trial(trial, sweep) if "seeds" in trial else run_trial(trial, sweep, store)
-    if not sweep.reuse_processes:
-        close_service()  # before Ray ends the worker and its W&B service with it (harness/tracking.py)
+    close_service()  # before Ray ends the worker and its W&B service with it; a reused worker starts a new one
     tune.report(outcome)
 
 
