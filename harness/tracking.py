@@ -131,9 +131,9 @@ class Tracker:
 
 def close_service() -> None:
     """Shut down this process's W&B service, if a tracker used it: ``wandb.teardown`` waits for the offline
-    runs to be written and stops the service process. A sweep's trial calls it before its Ray worker ends:
-    Ray stops a worker's child processes when the worker exits, so wandb's own exit hook would find its
-    service gone and print a 30-line traceback for every trial (the runs themselves were already complete)."""
+    runs to be written and stops the service process. A sweep's trial calls it before its Ray worker ends: in
+    a worker that ends without it, wandb's own exit hook finds the connection to its service already lost and
+    prints a 30-line ConnectionResetError traceback for every trial (the runs themselves are complete)."""
     if "wandb" not in sys.modules:
         return
     import wandb
