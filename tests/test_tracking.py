@@ -3,7 +3,9 @@ cannot start costs the mirror, not the run (harness/tracking.py)."""
 
 from __future__ import annotations
 
+import sys
 import threading
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -88,9 +90,6 @@ def test_closing_the_service_waits_for_wandb_only_where_it_was_used(monkeypatch:
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """A sweep's trial shuts its W&B service down before its Ray worker ends (harness/runners/tune.py); a
     process that never imported wandb starts nothing, and a failing shutdown costs one line, not the trial."""
-    import sys
-    import types
-
     monkeypatch.delitem(sys.modules, "wandb", raising=False)
     tracking.close_service()  # nothing to close: must not import wandb
     assert "wandb" not in sys.modules

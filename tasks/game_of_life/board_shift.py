@@ -38,6 +38,9 @@ from harness.runners.stepwise_eval import step_loss
 from tasks.game_of_life.generator import life_step
 from tasks.game_of_life.task import GameOfLifeTask, LifeWorlds
 
+EVOLVED = [5, 20, 100, 1000]  # generations the ``evolved`` boards are advanced before they are told
+DENSITIES = [0.1, 0.2, 0.3]  # the other ``fresh`` densities
+
 
 class UnusableRun(ValueError):
     """The run folder lacks what the probe needs (a Game of Life config, a checkpoint that loads)."""
@@ -54,6 +57,8 @@ def load_model(run_dir: Path, checkpoint: str) -> tuple[Any, GameOfLifeTask, Any
     if not ckpt_path.exists():
         raise UnusableRun(f"{run_dir} has no checkpoints/{checkpoint}.ckpt (shipped runs in results/ carry none; "
                           "use the run folder it was trained in)")
+    if cfg.task.interventions:
+        raise UnusableRun("the probe rolls boards without interventions; this run was trained with them")
     task = GameOfLifeTask(cfg)
     model = load_entry(REGISTRY.model(cfg.model.name).interfaces["stream"])(cfg.model, task.info)
     try:
@@ -66,8 +71,6 @@ def load_model(run_dir: Path, checkpoint: str) -> tuple[Any, GameOfLifeTask, Any
 def roll(model: Any, task: GameOfLifeTask, board: torch.Tensor, steps: int) -> dict[str, list[float]]:
     """Tell ``board`` [B, S, S] at step 1 and roll ``steps`` steps: per step, the model's cell accuracy and the
     two floors, in %."""
-    if task.settings.interventions:
-        raise UnusableRun("the probe rolls boards without interventions; this run was trained with them")
     generator = torch.Generator().manual_seed(0)  # unused without interventions; the task asks for one
     worlds, state = LifeWorlds(board=board), model.initial_state(board.shape[0])
     told = board.reshape(board.shape[0], -1).long()  # [B, S*S]
@@ -107,8 +110,8 @@ def probe(run_dir: Path, boards: int = 256, steps: int = 8, evolved: list[int] |
           densities: list[float] | None = None, checkpoint: str = "best", seed: int = 0) -> dict[str, Any]:
     """Every board kind's curves: {"run": ..., "kinds": {name: {"alive": share, "model": [...], ...}}}."""
     model, task, cfg = load_model(run_dir, checkpoint)
-    kinds = board_kinds(cfg, boards, [5, 20, 100, 1000] if evolved is None else evolved,
-                        [0.1, 0.2, 0.3] if densities is None else densities, seed)
+    kinds = board_kinds(cfg, boards, EVOLVED if evolved is None else evolved,
+                        DENSITIES if densities is None else densities, seed)
     out: dict[str, Any] = {"run": run_dir.name, "checkpoint": checkpoint, "steps": steps, "kinds": {}}
     for name, board in kinds:
         out["kinds"][name] = {"boards": int(board.shape[0]), "alive": float(board.float().mean()),
@@ -133,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--boards", type=int, default=256)
     parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--evolved", type=int, nargs="*", default=[5, 20, 100, 1000])
-    parser.add_argument("--densities", type=float, nargs="*", default=[0.1, 0.2, 0.3])
+    parser.add_argument("--evolved", type=int, nargs="*", default=EVOLVED)
+    parser.add_argument("--densities", type=float, nargs="*", default=DENSITIES)
     parser.add_argument("--checkpoint", default="best", help="best or last")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the curves here")
