@@ -85,7 +85,7 @@ def status_summary(runs: list[RunRecord]) -> str:
 
 def headline(runs: list[RunRecord]) -> Headline:
     """Test accuracy for supervised runs (on the held-out sets where the task has them: :data:`HELD_OUT`); for
-    RL runs the eval win rate, or the eval return where the task reports no wins (e.g. CartPole). The latest
+    RL runs the eval win rate, or the eval return where the task reports no wins. The latest
     completed run that was evaluated decides, so that a stale run of an older runner does not."""
     if not any(run.is_rl for run in runs):
         return HELD_OUT_ACC if any(run.metric(HELD_OUT) is not None for run in runs) else TEST_ACC

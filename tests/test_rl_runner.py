@@ -73,7 +73,8 @@ def test_cartpole_smoke_trains_checkpoints_and_resumes(env):
     run_dir = next(Path(env["HARNESS_RUNS_DIR"]).glob("cartpole/mlp_agent/*"))
     results = json.loads((run_dir / "results.json").read_text())
     assert results["status"] == "completed" and results["env_steps"] >= 400
-    assert results["metrics"]["eval/episode_return"] > 0 and "eval/win_rate" not in results["metrics"]
+    assert results["metrics"]["eval/episode_return"] > 0
+    assert 0 <= results["metrics"]["eval/win_rate"] <= 1  # episodes that last to the 500-step limit
     assert (run_dir / "checkpoints" / "algorithm" / "rllib_checkpoint.json").exists()
     header = (run_dir / "metrics.csv").read_text().splitlines()[0]
     assert "train/episode_return" in header and "perf/env_steps_per_s" in header
