@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from harness.runners.rl import evaluate
+from harness.runners.rl_eval import evaluate
 from tasks.cartpole.task import ENV_ID, CartPoleTask, make_cartpole
 from tasks.cartpole.win import WinAtTimeLimit
 

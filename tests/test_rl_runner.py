@@ -77,7 +77,9 @@ def test_cartpole_smoke_trains_checkpoints_and_resumes(env):
     assert 0 <= results["metrics"]["eval/win_rate"] <= 1  # episodes that last to the 500-step limit
     assert (run_dir / "checkpoints" / "algorithm" / "rllib_checkpoint.json").exists()
     header = (run_dir / "metrics.csv").read_text().splitlines()[0]
-    assert "train/episode_return" in header and "perf/env_steps_per_s" in header
+    assert "train/episode_return" in header and "perf/env_steps_per_s" in header and "select/episode_return" in header
+    assert results["selection"]["iteration"] == results["iterations"]  # the last policy: the run's only round
+    assert (run_dir / "checkpoints" / "best_policy.pt").exists()
 
     interrupted = {**results, "status": "failed"}  # as a killed run leaves it: progress only in the curve
     del interrupted["env_steps"], interrupted["iterations"]

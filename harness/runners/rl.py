@@ -9,8 +9,10 @@ iterations' values: one iteration's is too noisy to stop on), whichever comes fi
 iteration appends one row to ``metrics.csv`` (step = environment steps) and mirrors it to W&B; every
 ``rl.checkpoint_every`` iterations (and at the end, and on Ctrl-C) the algorithm is saved to
 ``<run>/checkpoints/algorithm`` by write-then-rename, which is where a resumed run continues from.
-At the end the policy plays ``rl.eval_episodes`` fresh episodes in the driver (actions sampled, as in
-training): ``eval/win_rate``, ``eval/win_rate/<puzzle type>``, ``eval/episode_return``.
+Every ``rl.select_every`` iterations, and once more when training stops, the current policy plays a
+selection round on boards of its own (:mod:`harness.runners.rl_select`); at the end the best policy of those
+rounds plays ``rl.eval_episodes`` fresh episodes in the driver (actions sampled, as in training;
+:mod:`harness.runners.rl_eval`): ``eval/win_rate``, ``eval/win_rate/<puzzle type>``, ``eval/episode_return``.
 
 Settings for 2 cores: one EnvRunner stepping a batch of boards, the learner in the driver
 (``num_learners=0``; ``IMPALAConfig`` in RLlib's ``ray/rllib/algorithms/impala/impala.py`` defaults to one remote
@@ -21,7 +23,6 @@ niceness 0 (:mod:`harness.runners.ray_session`).
 
 from __future__ import annotations
 
-import math
 import shutil
 import time
 from pathlib import Path
@@ -30,6 +31,8 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from harness.errors import DivergedError, UserError
+from harness.runners.rl_eval import evaluate
+from harness.runners.rl_select import PolicySelector
 from harness.runs import CurveWriter, Run
 
 ALGORITHMS = ("impala", "ppo")
@@ -165,13 +168,27 @@ def _steps_done(results: dict[str, Any], curves: CurveWriter) -> int:
     return int(curves.rows[-1]["step"]) if curves.rows else 0
 
 
-def _trained_module(algo: Any) -> Any:
-    """The learner's RLModule weights in the driver's module (IMPALA syncs only the remote EnvRunners)."""
+def _learner_weights(algo: Any) -> dict[str, Any]:
+    """The learner's RLModule state: the policy as trained so far."""
     from ray.rllib.core import DEFAULT_MODULE_ID
 
+    return algo.learner_group.get_weights()[DEFAULT_MODULE_ID]
+
+
+def _module_with(algo: Any, weights: dict[str, Any]) -> Any:
+    """The driver's RLModule holding ``weights`` (IMPALA syncs the learner's only to the remote EnvRunners)."""
     module = algo.get_module()
-    module.set_state(algo.learner_group.get_weights()[DEFAULT_MODULE_ID])
+    module.set_state(weights)
     return module
+
+
+def _selection_round(selector: PolicySelector, algo: Any, run: Run, results: dict[str, Any], iteration: int,
+                     steps: int) -> dict[str, float]:
+    """Play a selection round with the learner's current policy; the round's ``select/*`` curve values."""
+    weights = _learner_weights(algo)
+    row = selector.play(_module_with(algo, weights), weights, iteration, steps)
+    _record(run, results, selection=selector.best)
+    return row
 
 
 def _progress(iteration: int, steps: int, total: int, row: dict[str, float], rate: float) -> str:
@@ -204,6 +221,9 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
             curves.truncate_after(steps)
             if resumed:
                 print(f"resumed from {_checkpoint_path(run)} at {steps:,} env steps", flush=True)
+            selector = PolicySelector(cfg, task, run, results)
+            if not resumed:
+                selector.forget()
             results["parameters"] = sum(p.numel() for p in algo.get_module().parameters())  # the learner's shapes
             iteration = 0
             if resumed:
@@ -225,6 +245,8 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
                     rate = (new_steps - steps) / elapsed if elapsed > 0 else 0.0
                     steps, iteration = new_steps, iteration + 1
                     last_row = {**iteration_row(result), "perf/env_steps_per_s": rate}
+                    if selector.due(iteration):
+                        last_row.update(_selection_round(selector, algo, run, results, iteration, steps))
                     curves.append(steps, iteration, last_row)
                     tracker.log(last_row, step=steps)
                     print(_progress(iteration, steps, total, last_row, rate), flush=True)
@@ -234,7 +256,8 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
                             raise DivergedError(f"non-finite weights after iteration {iteration} ({steps:,} env steps)")
                         curves.flush()
                         _save(algo, run)
-                        _record(run, results, env_steps=steps, iterations=iteration)
+                        _record(run, results, env_steps=steps, iterations=iteration,
+                                train_time_s=trained_before + time.perf_counter() - started)
                     train_time = trained_before + time.perf_counter() - started
                     if rl.max_time_s is not None and train_time >= float(rl.max_time_s):
                         stop_reason = "time limit"
@@ -252,12 +275,19 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
                     _record(run, results, env_steps=steps, iterations=iteration,
                             train_time_s=trained_before + time.perf_counter() - started)
             print(f"training stopped ({stop_reason}) after {steps:,} env steps", flush=True)
-            evaluation = evaluate(_trained_module(algo), task, int(rl.eval_episodes), int(rl.eval_max_steps),
+            final_row: dict[str, float] = {}
+            if selector.enabled and iteration and selector.last_round != iteration:  # the last policy is a candidate
+                final_row = _selection_round(selector, algo, run, results, iteration, steps)
+            weights = selector.best_weights() or _learner_weights(algo)
+            if selector.best is not None:
+                print(f"evaluating the policy of iteration {selector.best['iteration']} "
+                      f"({selector.best['env_steps']:,} env steps), the best of the selection rounds", flush=True)
+            evaluation = evaluate(_module_with(algo, weights), task, int(rl.eval_episodes), int(rl.eval_max_steps),
                                   int(cfg.seed))
         finally:
             algo.stop()
     metrics = {**{k: v for k, v in last_row.items() if k.startswith("train/")}, **evaluation}
-    curves.append(steps, iteration, evaluation)
+    curves.append(steps, iteration, {**final_row, **evaluation})
     curves.flush()
     tracker.log(evaluation, step=steps)
     return {
@@ -266,86 +296,7 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
         "env_steps": steps,
         "iterations": iteration,
         "stop_reason": stop_reason,
+        "selection": selector.best,
         "throughput": _median_rate(curves),
         "train_time_s": trained_before + time.perf_counter() - started,
     }
-
-
-Outcome = tuple[float, bool | None, str | None]  # (return, win or None, puzzle type)
-EVAL_BOARDS = 32  # boards played at once when the task has a batched env
-
-
-def evaluate(module: Any, task: Any, episodes: int, max_steps: int, seed: int) -> dict[str, float]:
-    """Play ``episodes`` fresh episodes with the trained policy (actions sampled from its softmax).
-
-    An episode still running after ``max_steps`` steps counts as lost (envs without a horizon). Levels
-    come from seeds ``10**6 + seed * 10**4 + i``, apart from the training stream. Tasks with a batched
-    env play up to 32 episodes at once (one forward pass per step for all of them).
-    """
-    import numpy as np
-    import torch
-
-    if episodes <= 0:
-        return {}
-    generator = torch.Generator().manual_seed(seed)
-    first_seed = 10**6 + seed * 10**4
-    module.eval()
-
-    def act(obs: Any) -> np.ndarray:
-        with torch.no_grad():
-            logits = module.agent(torch.as_tensor(np.asarray(obs)))[0]  # [B, A]
-        return torch.multinomial(torch.softmax(logits, -1), 1, generator=generator)[:, 0].numpy()
-
-    outcomes: list[Outcome] = []
-    if getattr(task, "has_vector_env", False):
-        while len(outcomes) < episodes:
-            boards = min(EVAL_BOARDS, episodes - len(outcomes))
-            outcomes += _play_wave(task, act, boards, first_seed + len(outcomes), max_steps)
-    else:
-        env = task.env_creator(task.env_config())
-        for index in range(episodes):
-            obs, info = env.reset(seed=first_seed + index)
-            total, won, puzzle = 0.0, None, info.get("puzzle_type")
-            for _ in range(max_steps):
-                obs, reward, terminated, truncated, info = env.step(int(act(obs[None])[0]))
-                total += float(reward)
-                if terminated or truncated:
-                    won, puzzle = info.get("win"), info.get("puzzle_type", puzzle)
-                    break
-            outcomes.append((total, won, None if puzzle is None else str(puzzle)))
-        env.close()
-    return _summarise(outcomes, episodes, getattr(task, "reports_wins", False))
-
-
-def _play_wave(task: Any, act: Any, boards: int, first_seed: int, max_steps: int) -> list[Outcome]:
-    """One episode on each of ``boards`` boards of the task's batched env (board i: seed first_seed + i)."""
-    import numpy as np
-
-    env = task.env_creator({**task.env_config(), "num_envs": boards})
-    obs, infos = env.reset(seed=first_seed)
-    puzzles = [str(p) for p in infos["puzzle_type"]] if "puzzle_type" in infos else [None] * boards
-    totals, wins = np.zeros(boards), [None] * boards
-    running = np.ones(boards, dtype=bool)
-    for _ in range(max_steps):
-        obs, rewards, terminated, truncated, infos = env.step(act(obs))
-        totals += np.where(running, rewards, 0.0)
-        ended = running & (terminated | truncated)
-        for board in np.flatnonzero(ended):
-            wins[board] = bool(infos["win"][board]) if "win" in infos else None
-        running &= ~ended
-        if not running.any():
-            break
-    env.close()
-    return [(float(totals[i]), wins[i], puzzles[i]) for i in range(boards)]
-
-
-def _summarise(outcomes: list[Outcome], episodes: int, reports_wins: bool) -> dict[str, float]:
-    import numpy as np
-
-    out = {"eval/episode_return": float(np.mean([o[0] for o in outcomes])), "eval/episodes": float(episodes)}
-    if reports_wins or any(o[1] is not None for o in outcomes):
-        # an env with wins: an episode unfinished after max_steps is lost
-        out["eval/win_rate"] = float(np.mean([bool(o[1]) for o in outcomes]))
-        for puzzle in sorted({o[2] for o in outcomes if o[2] is not None}):
-            out[f"eval/win_rate/{puzzle}"] = float(np.mean([bool(o[1]) for o in outcomes if o[2] == puzzle]))
-    return {k: v for k, v in out.items() if math.isfinite(v)}
