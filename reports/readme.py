@@ -344,7 +344,13 @@ def _setting(run: RunRecord) -> str:
         return f"{cfg_get(run.config, 'task.difficulty')}, {cfg_get(run.config, 'task.n_train')} training images " \
                f"({cfg_get(run.config, 'task.source')})" + (f", {patch}x{patch} patches" if patch else "")
     env = cfg_get(run.config, "task.env") or {}
-    return ", ".join(f"{k} {v}" for k, v in env.items() if k in ("n", "solution_length", "num_distractors")) or "–"
+    board = ", ".join(f"{k} {v}" for k, v in env.items() if k in ("n", "solution_length", "num_distractors"))
+    if board or not run.is_rl:
+        return board or "–"
+    lr = cfg_get(run.config, "rl.optim.lr")  # an env without settings of its own (CartPole): the learning rate
+    if not isinstance(lr, int | float):
+        return "–"
+    return f"{cfg_get(run.config, 'rl.optim.name')}, lr {float(lr):.0e}".replace("e-0", "e-")
 
 
 def _held_out(run: RunRecord) -> str:
@@ -368,7 +374,8 @@ def _held_out(run: RunRecord) -> str:
 def _training(run: RunRecord) -> str:
     """How far the cell trained and what ended it."""
     if run.is_rl:
-        return f"{_count([run], 'env_steps')} env steps ({run.results.get('stop_reason') or '–'}){_peak(run)}"
+        return (f"{_count([run], 'env_steps')} env steps ({run.results.get('stop_reason') or '–'}){_peak(run)}"
+                f"{_selected(run)}")
     best = run.results.get("best") if isinstance(run.results.get("best"), dict) else {}  # its "epoch" counts from 1
     epochs = run.results.get("epochs", "–")
     limit = cfg_get(run.config, "train.max_epochs")
@@ -387,6 +394,14 @@ def _peak(run: RunRecord, metric: str = "train/episode_return") -> str:
         return ""
     best = values.loc[values[metric].idxmax()]
     return f"; training return peaked at {best[metric]:.1f} at {int(best['step']):,} env steps"
+
+
+def _selected(run: RunRecord) -> str:
+    """Which policy of an RL run was evaluated: the best of its selection rounds (harness/runners/rl_select.py)."""
+    chosen = run.results.get("selection")
+    if not isinstance(chosen, dict) or not isinstance(chosen.get("env_steps"), int):
+        return ""
+    return f"; evaluated: its policy at {chosen['env_steps']:,} env steps"
 
 
 def matrix_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
