@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +122,19 @@ def test_pathfinder_generator_statistics_come_from_the_stored_comparison(tmp_pat
     section = render(store)
     assert "| statistic (mean per image) | hard, ours | hard, reference |" in section
     assert "| peaks | 31.082 | 31.284 |" in section
+
+
+def test_an_rl_cell_names_its_rate_where_the_env_has_no_settings_and_the_policy_it_evaluated():
+    from reports.readme import _setting, _training
+    from reports.store import RunRecord
+
+    results = {"env_steps": 9000, "stop_reason": "win rate reached",
+               "selection": {"iteration": 7, "env_steps": 8000, "win_rate": 1.0, "episode_return": 500.0}}
+    config = {"task": {"name": "cartpole"}, "rl": {"optim": {"name": "adam", "lr": 1.0e-4}}}
+    run = RunRecord(path=Path("r"), rel_path="r", task="cartpole", model="lstm", run_id="r", results=results,
+                    status="completed", config=config)
+    assert _setting(run) == "adam, lr 1e-4"
+    assert _training(run) == "9,000 env steps (win rate reached); evaluated: its policy at 8,000 env steps"
+    board = RunRecord(path=Path("b"), rel_path="b", task="boxworld", model="lstm", run_id="b", results={"env_steps": 5},
+                      status="completed", config={**config, "task": {"env": {"n": 6, "solution_length": 1}}})
+    assert _setting(board) == "n 6, solution_length 1" and "evaluated" not in _training(board)
