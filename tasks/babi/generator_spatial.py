@@ -318,10 +318,11 @@ def size_story(rng: random.Random, n_questions: int = SIZE_STORY_QUESTIONS) -> l
         if not asks.first_cited:
             continue
         block = SIZE_QUESTIONS if stopped else asks.block_size(rng)
-        for _ in range(min(block, n_questions)):
+        asked = min(block, n_questions)
+        for _ in range(asked):
             question, answer, support = asks.question(rng)
             lines.append(_question_line(len(lines) + 1, question, answer, support))
-        n_questions -= min(block, n_questions)
+        n_questions -= asked
         if block == SIZE_QUESTIONS:
             break
         stopped = True
