@@ -106,7 +106,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from harness.runners.tune import check_sweep, load_sweep, run_sweep, sweep_cells, sweep_table, trial_cells
+    from harness.runners.tune import (
+        check_sweep,
+        load_sweep,
+        narrow_grid,
+        run_sweep,
+        sweep_cells,
+        sweep_table,
+        trial_cells,
+    )
     from harness.runs import default_runs_dir
 
     sweep = load_sweep(Path(args.file))
@@ -116,6 +124,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if not sweep.tasks:
             raise UserError(f"--cells chooses cells of a matrix sweep (tasks: ...); {args.file} has one task")
         sweep.cells = [p.strip() for p in args.cells.split(",") if p.strip()]
+    for choice in args.only or []:
+        narrow_grid(sweep, choice)
     if args.dry_run:
         check_sweep(sweep)
         grid = 1
@@ -309,6 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default=None, help="run the sweep at this profile instead of the file's (e.g. paper)")
     p.add_argument("--cells", default=None, metavar="PATTERNS",
                    help="a matrix sweep's cells to run, as task/model patterns: 'babi/*,relations_game/lstm'")
+    p.add_argument("--only", action="append", default=None, metavar="KEY=VALUES",
+                   help="run only these values of one of the sweep's grids (repeatable), e.g. task.babi_id=1,8 or "
+                        "'model.operations=[write],[write,move]'; the trials keep their run ids")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("report", help="build the HTML report (reports/out/): your runs beside the reference runs")
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")

@@ -357,6 +357,11 @@ MISTAKES: list[Mistake] = [
     Mistake("sweep file unknown model", sweep(), "unknown model 'lsmt'", sweep_file(SWEEP_HEAD + "models: [lsmt]\n")),
     Mistake("sweep space value the key rejects", sweep(), "space 'train.batch_size' with lstm: bad value",
             sweep_file(SWEEP_HEAD + "models: [lstm]\nspace:\n  train.batch_size: {type: grid, values: [0, 4]}\n")),
+    Mistake("sweep --only value the grid lacks", sweep("--only", "task.babi_id=3"),
+            "3 not among the sweep's values (1, 2)",
+            sweep_file(SWEEP_HEAD + "models: [lstm]\nspace:\n  task.babi_id: {type: grid, values: [1, 2]}\n")),
+    Mistake("sweep --only key that is no grid", sweep("--only", "optim.lr=1"), "not a grid of sweep mistaken",
+            sweep_file(SWEEP_HEAD + "models: [lstm]\n")),
 ]
 
 # Rows that also run as `python -m harness.cli`: one of each kind of check, through the real entry point.

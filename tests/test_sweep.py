@@ -16,6 +16,7 @@ from harness.runners.tune import (
     cell_overrides,
     fit_sweep,
     load_sweep,
+    narrow_grid,
     run_sweep,
     sweep_cells,
     sweep_table,
@@ -261,3 +262,21 @@ def test_matrix_sweeps_set_per_task_overrides_grids_and_a_time_cap(tmp_path):
     bad.write_text("name: x\ntasks: [babi]\nmodels: all\ntask_overrides: {cartpole: [rl.gamma=0.9]}\n")
     with pytest.raises(UserError, match="'cartpole', which is not one of its tasks"):
         sweep_cells(load_sweep(bad))
+
+
+def test_only_narrows_a_grid_to_values_the_file_lists_in_its_order():
+    sweep = load_sweep(ROOT / "sweeps" / "babi_tpr_rnn_ablations_cpu.yaml")
+    narrow_grid(sweep, "task.babi_id=15,1")
+    narrow_grid(sweep, "model.operations=[write, backlink],[write]")
+    assert sweep.space["task.babi_id"]["values"] == [1, 15]  # the file's order, so the trials are the file's
+    assert sweep.space["model.operations"]["values"] == [["write"], ["write", "backlink"]]
+    for choice, message in (("task.babi_id=21", "21 not among the sweep's values"),
+                            ("optim.lr=1e-3", "not a grid of sweep babi_tpr_rnn_ablations_cpu"),
+                            ("task.babi_id", "expected KEY=VALUE"), ("task.babi_id=", "comma-separated list"),
+                            ("task.babi_id=[1", "comma-separated list")):
+        with pytest.raises(UserError, match=message):
+            narrow_grid(load_sweep(ROOT / "sweeps" / "babi_tpr_rnn_ablations_cpu.yaml"), choice)
+    matrix = load_sweep(ROOT / "sweeps" / "matrix_cpu.yaml")
+    matrix.cells = ["babi/lstm", "cartpole/lstm"]
+    narrow_grid(matrix, "task.babi_id=2")
+    assert trial_cells(matrix) == ["babi/lstm; task.babi_id=2", "cartpole/lstm"]

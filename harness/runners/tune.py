@@ -30,7 +30,9 @@ time (``sweeps/matrix_cpu.yaml``)::
       babi: {task.babi_id: [1, 2]}
     cell_time_cap_s: 600             # train / rl / stepwise.max_time_s: the smaller of this and the profile's
 
-``harness sweep FILE --cells 'babi/*,relations_game/lstm'`` runs only the cells that match.
+``harness sweep FILE --cells 'babi/*,relations_game/lstm'`` runs only the cells that match, and
+``--only task.babi_id=1,8`` (any sweep, repeatable) only those values of one of its grids: the trials left are
+the whole sweep's, with their run ids, so a sweep can be run in parts.
 
 With ``stack_seeds: true`` the seeds of one trial point (same cell, same sampled values) are ONE trial, which
 trains them as a stack (:func:`harness.runners.stacked_launch.launch_stack`, ``docs/stacked_runs.md``); each
@@ -334,6 +336,42 @@ def cell_overrides(sweep: Sweep, entry: str) -> list[str]:
     current = OmegaConf.select(composed.cfg, key)
     cap = float(sweep.cell_time_cap_s) if current is None else min(float(current), float(sweep.cell_time_cap_s))
     return [*overrides, f"{key}={cap:g}"]
+
+
+def narrow_grid(sweep: Sweep, choice: str) -> None:
+    """Run only some values of one of the sweep's grids (``--only KEY=V1,V2``): ``KEY`` is a grid key of its
+    ``space`` or of a matrix sweep's ``task_grid``, and each value must be one the file lists, so every trial
+    left is one of the whole sweep's, with the same run id. The values are read as a YAML flow list, so a list
+    value is written in brackets: ``model.operations=[write],[write,move]``."""
+    key, sep, text = choice.partition("=")
+    key = key.strip()
+    grids = {k: spec["values"] for k, spec in sweep.space.items() if spec["type"] == "grid"}
+    task_grids = {task: keys[key] for task, keys in sweep.task_grid.items() if key in keys}
+    if not sep or not key:
+        raise UserError(f"--only {choice!r}: expected KEY=VALUE[,VALUE...], e.g. task.babi_id=1,2")
+    if key not in grids and not task_grids:
+        known = sorted({*grids, *(k for keys in sweep.task_grid.values() for k in keys)})
+        raise UserError(f"--only {key}: not a grid of sweep {sweep.name}; its grids: {', '.join(known) or 'none'}")
+    try:
+        chosen = yaml.safe_load(f"[{text}]")
+    except yaml.YAMLError:
+        chosen = None
+    if not isinstance(chosen, list) or not chosen or any(value is None for value in chosen):
+        raise UserError(f"--only {choice!r}: the values must be a comma-separated list, e.g. {key}=1,2")
+    listed = grids.get(key, []) + [value for values in task_grids.values() for value in values]
+    missing = [_flow(value) for value in chosen if _flow(value) not in {_flow(v) for v in listed}]
+    if missing:
+        raise UserError(f"--only {key}: {', '.join(missing)} not among the sweep's values "
+                        f"({', '.join(dict.fromkeys(_flow(v) for v in listed))})")
+    wanted = {_flow(value) for value in chosen}
+    if key in grids:
+        sweep.space[key] = {**sweep.space[key], "values": [v for v in grids[key] if _flow(v) in wanted]}
+    for task, values in task_grids.items():
+        kept = [v for v in values if _flow(v) in wanted]
+        if not kept:
+            raise UserError(f"--only {key}: none of {', '.join(sorted(wanted))} is in task {task}'s grid "
+                            f"({', '.join(_flow(v) for v in values)})")
+        sweep.task_grid[task] = {**sweep.task_grid[task], key: kept}
 
 
 def _split_entry(entry: str) -> tuple[str, str]:
