@@ -1,6 +1,6 @@
 # The harness's entry points. Each target creates .venv and installs the pinned dependencies on first use.
 #   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0 | SEEDS=0,1,2] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
-#   make sweep SWEEP=sweeps/<name>.yaml | make report | make publish RUNS="<run_id> ..." | make readme
+#   make sweep SWEEP=sweeps/<name>.yaml [CELLS='babi/*'] [ONLY=task.babi_id=1,8] | make report | make publish RUNS="<run_id> ..." | make readme
 #   make test | make lint | make list | make perf | make perf-publish | make sync | make clean
 
 PYTHON ?= python3
@@ -14,6 +14,8 @@ SEED ?= 0
 SEEDS ?=
 ARGS ?=
 FORCE ?=
+CELLS ?=
+ONLY ?=
 
 .PHONY: help install bench list sweep report runs publish readme validate test lint perf perf-publish sync clean
 
@@ -35,9 +37,11 @@ bench: $(STAMP)
 list: $(STAMP)
 	@$(BIN)/harness list
 
-# Ray Tune sweep: make sweep SWEEP=sweeps/babi_smoke.yaml [PROFILE=paper] (RAY_ADDRESS=... runs it on a cluster)
+# Ray Tune sweep: make sweep SWEEP=sweeps/babi_smoke.yaml [PROFILE=paper] (RAY_ADDRESS=... runs it on a cluster);
+# CELLS: a matrix sweep's cells (--cells); ONLY: space-separated KEY=VALUES, each narrowing one grid (--only)
 sweep: $(STAMP)
-	$(BIN)/harness sweep $(SWEEP) $(if $(filter command line,$(origin PROFILE)),--profile $(PROFILE))
+	$(BIN)/harness sweep $(SWEEP) $(if $(filter command line,$(origin PROFILE)),--profile $(PROFILE)) \
+		$(if $(CELLS),--cells '$(CELLS)') $(foreach only,$(ONLY),--only '$(only)')
 
 # The HTML report (reports/out/index.html), built only from the run store.
 report: $(STAMP)
