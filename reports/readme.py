@@ -178,25 +178,28 @@ def _babi_model(run: RunRecord) -> str:
 
 def ablation_lines(babi_groups: list[list[RunRecord]]) -> list[str]:
     """Table 3's ablations (``model.operations``, ``sweeps/babi_tpr_rnn_ablations_cpu.yaml``) beside the full model's
-    runs of the same tasks; nothing when there are none."""
+    runs of the same tasks at the same budget; nothing when there are none."""
     ablated = [group for group in babi_groups if set(_operations(group[0])) != set(ALL_OPERATIONS)]
     tasks = {cfg_get(group[0].config, "task.babi_id") for group in ablated}
     full = [group for group in babi_groups if group[0].model == "tpr_rnn" and group not in ablated
             and cfg_get(group[0].config, "task.babi_id") in tasks
             and cfg_get(group[0].config, "task.source") == "files"]
     rows = []
-    for group in sorted(ablated + full, key=lambda g: (int(cfg_get(g[0].config, "task.babi_id")),
+    budgets = {(cfg_get(group[0].config, "task.babi_id"), _budget(group[0])) for group in ablated}
+    full = [group for group in full if (cfg_get(group[0].config, "task.babi_id"), _budget(group[0])) in budgets]
+    for group in sorted(ablated + full, key=lambda g: (int(cfg_get(g[0].config, "task.babi_id")), _budget(g[0]),
                                                         -len(_operations(g[0])), _operations(g[0]))):
         run = group[0]
         babi_id, operations = int(cfg_get(run.config, "task.babi_id")), _operations(run)
         failed = babi_id in TABLE3_FAILED.get(operations, set())
-        rows.append([str(babi_id), " + ".join(operations), _babi_data(run), str(run.profile), str(len(group)),
+        rows.append([str(babi_id), " + ".join(operations), _babi_data(run), str(run.profile), _budget(run),
+                     str(len(group)),
                      _mean_sd(_values(group, "test/error"), 100, 2), "> 5 (failed)" if failed else "< 5",
                      _minutes(group), _ids(group)])
     if not ablated:
         return []
-    header = ["bAbI task", "operations", "data", "profile", "seeds", "test error %", "paper (Table 3)", "wall time",
-              "runs"]
+    header = ["bAbI task", "operations", "data", "profile", "budget", "seeds", "test error %", "paper (Table 3)",
+              "wall time", "runs"]
     return ["", "Ablations of the memory operations (Table 3; `model.operations`): the paper reports which tasks "
             "each variant fails (test error > 5%), not the errors.", "", *_table(header, rows)]
 

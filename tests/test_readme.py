@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from reports.readme import BEGIN, END, README, main, render, splice
 from tests.test_report import write_rl_run, write_run
@@ -138,3 +139,22 @@ def test_an_rl_cell_names_its_rate_where_the_env_has_no_settings_and_the_policy_
     board = RunRecord(path=Path("b"), rel_path="b", task="boxworld", model="lstm", run_id="b", results={"env_steps": 5},
                       status="completed", config={**config, "task": {"env": {"n": 6, "solution_length": 1}}})
     assert _setting(board) == "n 6, solution_length 1" and "evaluated" not in _training(board)
+
+
+def test_ablations_stand_beside_the_full_model_at_their_own_budget(tmp_path):
+    """Table 3's rows: each ablated run beside the full model's run of the same task and budget, not another."""
+    store = tmp_path / "results"
+    budgets = {"a": (270, 8), "b": (1200, 20), "c": (1200, 20)}
+    for tag, operations, error in (("a", None, 0.105), ("b", None, 0.002), ("c", ["write"], 0.3)):
+        path = write_run(store, "babi", "tpr_rnn", 0, tag=tag, metrics={"test/acc": 1 - error, "test/error": error},
+                         task_cfg={"babi_id": 10, "source": "files", "data_set": "en-10k"})
+        config = yaml.safe_load((path / "config.yaml").read_text())
+        config["train"].update(max_time_s=budgets[tag][0], early_stop_patience=budgets[tag][1])
+        if operations:
+            config["model"]["operations"] = operations
+        (path / "config.yaml").write_text(yaml.safe_dump(config))
+    section = render(store).split("Ablations of the memory operations")[1].split("\n\n")[1]
+    rows = [line for line in section.splitlines() if line.startswith("| 10 ")]
+    assert len(rows) == 2, rows
+    assert "| write + move + backlink | " in rows[0] and "20 min, patience 20" in rows[0] and "0.20" in rows[0]
+    assert "| write | " in rows[1] and "30.00" in rows[1] and "> 5 (failed)" in rows[1]
