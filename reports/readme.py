@@ -471,12 +471,14 @@ def _recall_condition(run: RunRecord) -> tuple[str, str]:
     mode, extractor = cfg_get(run.config, "task.mode"), cfg_get(run.config, "model.extractor")
     bptt, noise = bool(cfg_get(run.config, "stepwise.bptt")), float(cfg_get(run.config, "task.reminder_noise") or 0)
     gap = int(cfg_get(run.config, "task.first_recall_step") or 2)
-    words = [f"{mode}, {extractor} extractor", "full BPTT" if bptt else "stop-gradient"]
+    words = [f"{mode}, {extractor} extractor" if extractor else str(mode), "full BPTT" if bptt else "stop-gradient"]
     if noise:
         words.append(f"reminder noise {noise:g}")
     if gap > 2:
         words.append(f"no recall before step {gap}")
-    if bptt:
+    if run.model != "stream_lstm":
+        found = "– (Experiment 0 trains the LSTM only)"
+    elif bptt:
         found = "converges in under 2 minutes"
     elif mode == "thorough" and extractor == "query_mlp":
         found = "ceiling in under 2 minutes"
@@ -611,7 +613,7 @@ def world_state_section(runs: list[RunRecord], papers: list[PaperSpec],
                         results_dir: Path = RESULTS_DIR) -> list[str]:
     recall = sorted((run for run in runs if run.task == "lstm_recall" and run.status == "completed"),
                     key=lambda run: (_recall_condition(run)[0], natural_key(run.run_id)))
-    recall_rows = [[*_recall_condition(run)[:1], run.model, _mean_sd(_values([run], "test/final/recall/acc")),
+    recall_rows = [[*_recall_condition(run)[:1], _model_size(run), _mean_sd(_values([run], "test/final/recall/acc")),
                     _mean_sd(_values([run], "test/acc")), _rollout(run, "recall"), _recall_condition(run)[1],
                     _world_training(run, gradient=False), _minutes([run]), _ids([run])] for run in recall]
     recall_header = ["condition", "model", "final RECALL acc %", "all queries acc %", "rollout recall acc % at step",
@@ -635,7 +637,8 @@ def world_state_section(runs: list[RunRecord], papers: list[PaperSpec],
             "recall at step 10 on held-out worlds (chance 1/9 = 11.1%). Rollouts go past the training length "
             "with the same stream (no forced recall after step 10; 256 worlds, so a horizon's recall accuracy "
             "rests on about 77 recall queries). The paper's column is its finding on a GPU at "
-            "lr 1e-4; ours run at lr 1e-3 on 2 CPU cores (tasks/lstm_recall/pairs/stream_lstm.yaml).", "",
+            "lr 1e-4; ours run at lr 1e-3 on 2 CPU cores (tasks/lstm_recall/pairs/stream_lstm.yaml). A row of "
+            "another model is its cell of the matrix (sweeps/matrix_cpu.yaml).", "",
             *_table(recall_header, recall_rows), "",
             "### World-state tracking: Game of Life and World of Numbers (Moskvichev & Liu 2021, §7.2)", "",
             "The Updater-Extractor trained on trajectories of `stepwise.steps` steps, then rolled forward on "

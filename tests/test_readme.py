@@ -158,3 +158,21 @@ def test_ablations_stand_beside_the_full_model_at_their_own_budget(tmp_path):
     assert len(rows) == 2, rows
     assert "| write + move + backlink | " in rows[0] and "20 min, patience 20" in rows[0] and "0.20" in rows[0]
     assert "| write | " in rows[1] and "30.00" in rows[1] and "> 5 (failed)" in rows[1]
+
+
+def test_experiment_0_rows_give_the_papers_finding_for_the_lstm_only(tmp_path):
+    """Experiment 0 (Moskvichev & Liu 2021, §7.1) trains LSTMs: another model's row of the recall task (its matrix
+    cell) gets no finding of the paper's and no extractor the model does not have."""
+    store = tmp_path / "results"
+    for model, extractor in (("stream_lstm", "linear"), ("updater_extractor", None)):
+        path = write_run(store, "lstm_recall", model, 0, task_cfg={"mode": "seq2seq"},
+                         metrics={"test/acc": 0.78, "test/final/recall/acc": 0.12})
+        config = yaml.safe_load((path / "config.yaml").read_text())
+        config["model"].update({"extractor": extractor} if extractor else {"d_model": 64, "tokens": 16})
+        config["stepwise"] = {"bptt": False, "steps": 10}
+        (path / "config.yaml").write_text(yaml.safe_dump(config))
+    rows = {line.split(" | ")[1]: line for line in render(store).splitlines() if line.startswith("| seq2seq")}
+    assert rows["stream_lstm"].startswith("| seq2seq, linear extractor, stop-gradient |")
+    assert "final RECALL at chance" in rows["stream_lstm"]
+    ours = next(line for model, line in rows.items() if model.startswith("updater_extractor (width 64, 16 tokens"))
+    assert ours.startswith("| seq2seq, stop-gradient |") and "– (Experiment 0 trains the LSTM only)" in ours
