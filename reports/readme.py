@@ -179,14 +179,14 @@ def _babi_model(run: RunRecord) -> str:
 def ablation_lines(babi_groups: list[list[RunRecord]]) -> list[str]:
     """Table 3's ablations (``model.operations``, ``sweeps/babi_tpr_rnn_ablations_cpu.yaml``) beside the full model's
     runs of the same tasks at the same budget; nothing when there are none."""
+    def task_and_budget(group: list[RunRecord]) -> tuple[Any, str]:
+        return cfg_get(group[0].config, "task.babi_id"), _budget(group[0])
+
     ablated = [group for group in babi_groups if set(_operations(group[0])) != set(ALL_OPERATIONS)]
-    tasks = {cfg_get(group[0].config, "task.babi_id") for group in ablated}
+    budgets = {task_and_budget(group) for group in ablated}
     full = [group for group in babi_groups if group[0].model == "tpr_rnn" and group not in ablated
-            and cfg_get(group[0].config, "task.babi_id") in tasks
-            and cfg_get(group[0].config, "task.source") == "files"]
+            and task_and_budget(group) in budgets and cfg_get(group[0].config, "task.source") == "files"]
     rows = []
-    budgets = {(cfg_get(group[0].config, "task.babi_id"), _budget(group[0])) for group in ablated}
-    full = [group for group in full if (cfg_get(group[0].config, "task.babi_id"), _budget(group[0])) in budgets]
     for group in sorted(ablated + full, key=lambda g: (int(cfg_get(g[0].config, "task.babi_id")), _budget(g[0]),
                                                         -len(_operations(g[0])), _operations(g[0]))):
         run = group[0]

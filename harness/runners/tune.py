@@ -345,10 +345,10 @@ def narrow_grid(sweep: Sweep, choice: str) -> None:
     value is written in brackets: ``model.operations=[write],[write,move]``."""
     key, sep, text = choice.partition("=")
     key = key.strip()
-    grids = {k: spec["values"] for k, spec in sweep.space.items() if spec["type"] == "grid"}
-    task_grids = {task: keys[key] for task, keys in sweep.task_grid.items() if key in keys}
     if not sep or not key:
         raise UserError(f"--only {choice!r}: expected KEY=VALUE[,VALUE...], e.g. task.babi_id=1,2")
+    grids = {k: spec["values"] for k, spec in sweep.space.items() if spec["type"] == "grid"}
+    task_grids = {task: keys[key] for task, keys in sweep.task_grid.items() if key in keys}
     if key not in grids and not task_grids:
         known = sorted({*grids, *(k for keys in sweep.task_grid.values() for k in keys)})
         raise UserError(f"--only {key}: not a grid of sweep {sweep.name}; its grids: {', '.join(known) or 'none'}")
@@ -358,12 +358,12 @@ def narrow_grid(sweep: Sweep, choice: str) -> None:
         chosen = None
     if not isinstance(chosen, list) or not chosen or any(value is None for value in chosen):
         raise UserError(f"--only {choice!r}: the values must be a comma-separated list, e.g. {key}=1,2")
-    listed = grids.get(key, []) + [value for values in task_grids.values() for value in values]
-    missing = [_flow(value) for value in chosen if _flow(value) not in {_flow(v) for v in listed}]
-    if missing:
-        raise UserError(f"--only {key}: {', '.join(missing)} not among the sweep's values "
-                        f"({', '.join(dict.fromkeys(_flow(v) for v in listed))})")
+    listed = dict.fromkeys(_flow(value) for value in
+                           [*grids.get(key, []), *(value for values in task_grids.values() for value in values)])
     wanted = {_flow(value) for value in chosen}
+    missing = [value for value in map(_flow, chosen) if value not in listed]
+    if missing:
+        raise UserError(f"--only {key}: {', '.join(missing)} not among the sweep's values ({', '.join(listed)})")
     if key in grids:
         sweep.space[key] = {**sweep.space[key], "values": [v for v in grids[key] if _flow(v) in wanted]}
     for task, values in task_grids.items():
