@@ -9,7 +9,8 @@
 
 Files that organise runs but cannot change their numbers (the command line, the run store, tracking, the
 registry and config composition, whose output is the stored config itself, the launcher that manages a run's
-directory and statuses, sweeps, and data checks that only reject malformed files before a run starts) are
+directory and statuses, sweeps, data checks that only reject malformed files before a run starts, and the
+vector-math warm-up, which only settles which of two roundings a process gets) are
 left out of the code record, and a recorded file that has since become one of them (the launcher, once its
 data and model building moved to ``harness/runners/build.py``) no longer counts towards staleness.
 """
@@ -36,7 +37,8 @@ NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "ha
                  "harness/runners/ray_session.py", "harness/runners/run_transfer.py",
                  "harness/runners/launch.py", "harness/runners/stacked_launch.py", "harness/runners/retest.py",
                  "harness/rerun.py", "harness/interfaces.py", "harness/runners/predictions.py",
-                 "tasks/relations_game/data_checks.py", "tasks/babi/examples.py")
+                 "tasks/relations_game/data_checks.py", "tasks/babi/examples.py",
+                 "harness/vector_math.py")
 PACKAGES = ("torch", "lightning", "omegaconf", "numpy", "ray", "gymnasium", "wandb")
 
 

@@ -11,6 +11,8 @@
 * SIGTERM is handled like Ctrl-C: the run is stored as ``interrupted`` and the same command resumes it.
 * Whatever happens, ``results.json`` ends with a status and the attempt's provenance: code commit and dirty
   flag, package versions, machine, and the fingerprint of the code that ran (:mod:`harness.provenance`).
+* The CPU vector-math functions are warmed up on one thread first (:mod:`harness.vector_math`), so that two
+  runs of the same config, or a resumed run and its uninterrupted twin, agree bit for bit.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from harness.runs import (
     run_dir,
 )
 from harness.tracking import Tracker, configure_environment
+from harness.vector_math import warm_vector_math
 
 PROTOCOLS = ("single", "curriculum")
 
@@ -247,6 +250,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     if composed.task.kind not in ("supervised", "rl", "stepwise"):
         raise UserError(f"task kind '{composed.task.kind}' has no runner yet")
     check_run_config(composed)
+    warm_vector_math()  # before anything computes: two runs of one config agree bit for bit
     prepared = prepare_task(composed)
     if composed.task.data_check:
         load_entry(composed.task.data_check)(cfg.task)

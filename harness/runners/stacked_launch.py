@@ -47,6 +47,7 @@ from harness.runners.stacked import Member, StackedTrainer
 from harness.runs import Run, default_runs_dir, run_dir
 from harness.schema import leaves
 from harness.tracking import configure_environment
+from harness.vector_math import warm_vector_math
 
 
 def unstackable_reason(composed: Composed) -> str | None:
@@ -270,4 +271,5 @@ class StackLaunch:
 
 def launch_stack(stack: list[Composed], force: bool = False, runs_dir: Path | None = None) -> int:
     """Run (or resume, or report) the stack's runs; returns the process exit code (0 when all completed)."""
+    warm_vector_math()  # as launch() does
     return StackLaunch(stack, force, runs_dir).run()
