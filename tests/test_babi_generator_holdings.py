@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import random
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,17 +27,15 @@ from tests.test_babi_generator_more import (
     DROP,
     MOVE,
     REAL_DIR,
-    SPREAD_FACTOR,
     STAT_QUESTIONS,
     Rooms,
     _answers,
     _corrupt_answer,
     _corrupt_support,
-    _distances,
     _distribution,
     _max_gap,
-    _total_variation,
-    _yardstick,
+    assert_support_distances_match,
+    assert_within_spread,
     parse,
     questions,
 )
@@ -381,13 +378,6 @@ def _released_or_skip(task: int) -> dict[str, Stories]:
     return released
 
 
-def _within_spread(task: int, mine: Stories, statistic: Callable[[Stories, Stories], float]) -> None:
-    released = _released_or_skip(task)
-    pooled = released["train"] + released["test"]
-    tolerance = SPREAD_FACTOR * _yardstick(released, statistic)
-    assert statistic(mine, pooled) <= tolerance, (statistic(mine, pooled), tolerance)
-
-
 @pytest.mark.parametrize("task", TASKS)
 def test_replay_accepts_released_files(task: int) -> None:
     """The checkers' reading of the tasks is the released files' own: every story of the en train and test files
@@ -419,7 +409,7 @@ def test_story_length_and_questions_per_story(task: int, ours: dict[int, Stories
     if task in (9, 10):
         assert set(_statements(ours[task])) == set(_statements(released["train"] + released["test"])) == {10}
     else:
-        _within_spread(task, ours[task], _mean_length_gap)
+        assert_within_spread(_released_or_skip(task), ours[task], _mean_length_gap)
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -430,7 +420,7 @@ def test_answer_distribution(task: int, ours: dict[int, Stories]) -> None:
         return {",".join(sorted(answer.split(","))) for answer in _answers(stories)}
 
     assert unordered(ours[task]) == unordered(released["train"] + released["test"])
-    _within_spread(task, ours[task], lambda a, b: _max_gap(_answers(a), _answers(b)))
+    assert_within_spread(_released_or_skip(task), ours[task], lambda a, b: _max_gap(_answers(a), _answers(b)))
 
 
 _KINDS = {
@@ -457,7 +447,8 @@ def _statement_kinds(stories: Stories) -> dict[str, float]:
 @pytest.mark.parametrize("task", TASKS)
 def test_statement_kind_distribution(task: int, ours: dict[int, Stories]) -> None:
     """Shares of moves, pick-ups, put-downs, gives, "is in", negations and "either" statements."""
-    _within_spread(task, ours[task], lambda a, b: _max_gap(_statement_kinds(a), _statement_kinds(b)))
+    assert_within_spread(_released_or_skip(task), ours[task],
+                         lambda a, b: _max_gap(_statement_kinds(a), _statement_kinds(b)))
 
 
 def _holder_kinds(stories: Stories) -> dict[str, float]:
@@ -484,10 +475,11 @@ def _holder_kinds(stories: Stories) -> dict[str, float]:
 @pytest.mark.parametrize("task", (7, 8))
 def test_holder_action_distribution(task: int, ours: dict[int, Stories]) -> None:
     """Moves, pick-ups, put-downs and gives of people holding something (the give weight is fitted to these)."""
-    _within_spread(task, ours[task], lambda a, b: _max_gap(_holder_kinds(a), _holder_kinds(b)))
+    assert_within_spread(_released_or_skip(task), ours[task],
+                         lambda a, b: _max_gap(_holder_kinds(a), _holder_kinds(b)))
 
 
 @pytest.mark.parametrize(("task", "k"), [(task, k) for task in TASKS for k in (0, -1)])
 def test_support_distance_distribution(task: int, k: int, ours: dict[int, Stories]) -> None:
     """How far back the first (k = 0) and last (k = -1) supporting fact lies: total variation distance."""
-    _within_spread(task, ours[task], lambda a, b: _total_variation(_distances(a, k), _distances(b, k)))
+    assert_support_distances_match(_released_or_skip(task), ours[task], k)

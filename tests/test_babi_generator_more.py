@@ -484,6 +484,26 @@ def _distances(stories: Stories, k: int) -> dict[int, float]:
     return _distribution(out)
 
 
+def assert_within_spread(real: dict[str, Stories], mine: Stories, statistic: Gap) -> None:
+    """``statistic`` between our stories and the pooled released files is within SPREAD_FACTOR times the
+    released files' own spread on it (:func:`_yardstick`)."""
+    gap, tolerance = statistic(mine, real["train"] + real["test"]), SPREAD_FACTOR * _yardstick(real, statistic)
+    assert gap <= tolerance, (gap, tolerance)
+
+
+def assert_distribution_matches(real: dict[str, Stories], mine: Stories, measure: Callable[[Stories], dict]) -> None:
+    """The distribution ``measure`` gives has the same values in our stories as in the released files, and its
+    largest gap to theirs is within their spread."""
+    pooled, ours_ = measure(real["train"] + real["test"]), measure(mine)
+    assert set(ours_) == set(pooled), (ours_, pooled)
+    assert_within_spread(real, mine, lambda a, b: _max_gap(measure(a), measure(b)))
+
+
+def assert_support_distances_match(real: dict[str, Stories], mine: Stories, k: int) -> None:
+    """How far back the k-th supporting fact lies: total variation distance within the released files' spread."""
+    assert_within_spread(real, mine, lambda a, b: _total_variation(_distances(a, k), _distances(b, k)))
+
+
 def _story_length(stories: Stories) -> float:
     return sum(sum(not line.is_question for line in story) for story in stories) / len(stories)
 
@@ -527,11 +547,7 @@ def test_story_length_and_questions_per_story(task: int, ours: dict[int, Stories
 
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_answer_distribution(task: int, ours: dict[int, Stories]) -> None:
-    real = _real_or_skip(task)
-    pooled, mine = _answers(real["train"] + real["test"]), _answers(ours[task])
-    assert set(mine) == set(pooled)
-    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _max_gap(_answers(a), _answers(b)))
-    assert _max_gap(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    assert_distribution_matches(_real_or_skip(task), ours[task], _answers)
 
 
 SUPPORTS = {2: 2, 3: 3, 15: 2, 16: 3}
@@ -541,8 +557,6 @@ SUPPORTS = {2: 2, 3: 3, 15: 2, 16: 3}
 def test_support_distance_distribution(task: int, k: int, ours: dict[int, Stories]) -> None:
     """How far back the k-th supporting fact lies: total variation distance to the pooled released files."""
     real = _real_or_skip(task)
-    pooled, mine = _distances(real["train"] + real["test"], k), _distances(ours[task], k)
-    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _total_variation(_distances(a, k), _distances(b, k)))
-    assert _total_variation(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    assert_support_distances_match(real, ours[task], k)
     if task in (2, 3) and k == 0:  # the object fact is always among the last five statements
-        assert max(mine) == max(pooled) == 5
+        assert max(_distances(ours[task], k)) == max(_distances(real["train"] + real["test"], k)) == 5

@@ -27,12 +27,12 @@ from tests.test_babi_generator_more import (
     STAT_QUESTIONS,
     Rooms,
     _answers,
-    _distances,
     _distribution,
-    _max_gap,
     _story_length,
     _total_variation,
     _yardstick,
+    assert_distribution_matches,
+    assert_support_distances_match,
     parse,
 )
 
@@ -465,11 +465,7 @@ def test_story_length_and_questions_per_story(task: int, ours: dict[int, Stories
 
 @pytest.mark.parametrize("task", TASKS)
 def test_answer_distribution(task: int, ours: dict[int, Stories]) -> None:
-    real = _released_or_skip(task)
-    pooled, mine = _answers(real["train"] + real["test"]), _answers(ours[task])
-    assert set(mine) == set(pooled)
-    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _max_gap(_answers(a), _answers(b)))
-    assert _max_gap(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    assert_distribution_matches(_released_or_skip(task), ours[task], _answers)
 
 
 def _question_kinds(stories: Stories) -> dict[str, float]:
@@ -481,20 +477,13 @@ def _question_kinds(stories: Stories) -> dict[str, float]:
 
 @pytest.mark.parametrize("task", TASKS)
 def test_question_kinds(task: int, ours: dict[int, Stories]) -> None:
-    real = _released_or_skip(task)
-    pooled, mine = _question_kinds(real["train"] + real["test"]), _question_kinds(ours[task])
-    assert set(mine) == set(pooled)
-    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _max_gap(_question_kinds(a), _question_kinds(b)))
-    assert _max_gap(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    assert_distribution_matches(_released_or_skip(task), ours[task], _question_kinds)
 
 
 @pytest.mark.parametrize(("task", "k"), [(task, k) for task in TASKS for k in range(SUPPORTS[task])])
 def test_support_distance_distribution(task: int, k: int, ours: dict[int, Stories]) -> None:
     """How far back the k-th supporting fact lies: total variation distance to the pooled released files."""
-    real = _released_or_skip(task)
-    pooled, mine = _distances(real["train"] + real["test"], k), _distances(ours[task], k)
-    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _total_variation(_distances(a, k), _distances(b, k)))
-    assert _total_variation(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    assert_support_distances_match(_released_or_skip(task), ours[task], k)
 
 
 def _opening_times(stories: Stories) -> dict[tuple[str, ...], float]:

@@ -27,13 +27,15 @@ from tests.test_babi_generator_more import (
     _answers,
     _corrupt_answer,
     _corrupt_support,
-    _distances,
     _distribution,
     _first_question,
     _max_gap,
     _story_length,
     _total_variation,
     _yardstick,
+    assert_distribution_matches,
+    assert_support_distances_match,
+    assert_within_spread,
     parse,
     questions,
 )
@@ -460,11 +462,7 @@ def test_story_length_and_questions_per_story(task: int, ours: dict[int, Stories
 
 @pytest.mark.parametrize("task", TASKS)
 def test_answer_distribution(task: int, ours: dict[int, Stories]) -> None:
-    real = _real_or_skip(task)
-    pooled, mine = _answers(real["train"] + real["test"]), _answers(ours[task])
-    assert set(mine) == set(pooled)
-    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _max_gap(_answers(a), _answers(b)))
-    assert _max_gap(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    assert_distribution_matches(_real_or_skip(task), ours[task], _answers)
 
 
 SUPPORTS = {4: 1, 17: 2, 18: 2, 19: 2}
@@ -473,10 +471,7 @@ SUPPORTS = {4: 1, 17: 2, 18: 2, 19: 2}
 @pytest.mark.parametrize(("task", "k"), [(task, k) for task in SUPPORTS for k in range(SUPPORTS[task])])
 def test_support_distance_distribution(task: int, k: int, ours: dict[int, Stories]) -> None:
     """How far back the k-th supporting fact lies: total variation distance to the pooled released files."""
-    real = _real_or_skip(task)
-    pooled, mine = _distances(real["train"] + real["test"], k), _distances(ours[task], k)
-    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _total_variation(_distances(a, k), _distances(b, k)))
-    assert _total_variation(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    assert_support_distances_match(_real_or_skip(task), ours[task], k)
 
 
 def _subject_roles(stories: Stories) -> dict[str, float]:
@@ -492,10 +487,7 @@ def _subject_roles(stories: Stories) -> dict[str, float]:
 
 @pytest.mark.parametrize("task", (4, 17))
 def test_which_place_statements_name_first(task: int, ours: dict[int, Stories]) -> None:
-    real = _real_or_skip(task)
-    pooled, mine = _subject_roles(real["train"] + real["test"]), _subject_roles(ours[task])
-    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _max_gap(_subject_roles(a), _subject_roles(b)))
-    assert _max_gap(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    assert_within_spread(_real_or_skip(task), ours[task], lambda a, b: _max_gap(_subject_roles(a), _subject_roles(b)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -553,27 +545,20 @@ def _path_subjects(stories: Stories) -> dict[str, float]:
 def test_path_statement_positions(ours: dict[int, Stories]) -> None:
     """The files tell the path statements late (the last statement is a path step in 57% of stories): total
     variation distance of the pair of positions to the pooled released files."""
-    real = _real_or_skip(19)
-    pooled, mine = _path_positions(real["train"] + real["test"]), _path_positions(ours[19])
-    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _total_variation(_path_positions(a), _path_positions(b)))
-    assert _total_variation(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    assert_within_spread(_real_or_skip(19), ours[19],
+                         lambda a, b: _total_variation(_path_positions(a), _path_positions(b)))
 
 
 def test_path_statements_name_rooms_told_before(ours: dict[int, Stories]) -> None:
     """The files seldom tell a map as a walk (all four statements after the first name a room named before in 21%
     of stories, against 36% for a shuffle): total variation distance to the pooled released files."""
-    real = _real_or_skip(19)
-    pooled, mine = _rooms_named_before(real["train"] + real["test"]), _rooms_named_before(ours[19])
-    tolerance = SPREAD_FACTOR * _yardstick(
-        real, lambda a, b: _total_variation(_rooms_named_before(a), _rooms_named_before(b)))
-    assert _total_variation(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    assert_within_spread(_real_or_skip(19), ours[19],
+                         lambda a, b: _total_variation(_rooms_named_before(a), _rooms_named_before(b)))
 
 
 def test_which_room_path_statements_name_first(ours: dict[int, Stories]) -> None:
-    real = _real_or_skip(19)
-    pooled, mine = _path_subjects(real["train"] + real["test"]), _path_subjects(ours[19])
-    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _max_gap(_path_subjects(a), _path_subjects(b)))
-    assert _max_gap(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    assert_within_spread(_real_or_skip(19), ours[19],
+                         lambda a, b: _max_gap(_path_subjects(a), _path_subjects(b)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -622,19 +607,13 @@ def _later_tellings_cited(stories: Stories) -> dict[str, float]:
 def test_size_questions_ask_few_different_things(by: str, ours: dict[int, Stories]) -> None:
     """The files' five questions concentrate on few pairs and few questions (57% of stories ask about one pair
     only): total variation distance to the pooled released files."""
-    real = _real_or_skip(18)
-    pooled, mine = _different_questions(real["train"] + real["test"], by), _different_questions(ours[18], by)
-    tolerance = SPREAD_FACTOR * _yardstick(
-        real, lambda a, b: _total_variation(_different_questions(a, by), _different_questions(b, by)))
-    assert _total_variation(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    assert_within_spread(_real_or_skip(18), ours[18],
+                         lambda a, b: _total_variation(_different_questions(a, by), _different_questions(b, by)))
 
 
 def test_size_questions_cite_later_tellings(ours: dict[int, Stories]) -> None:
-    real = _real_or_skip(18)
-    pooled, mine = _later_tellings_cited(real["train"] + real["test"]), _later_tellings_cited(ours[18])
-    tolerance = SPREAD_FACTOR * _yardstick(
-        real, lambda a, b: _max_gap(_later_tellings_cited(a), _later_tellings_cited(b)))
-    assert _max_gap(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    assert_within_spread(_real_or_skip(18), ours[18],
+                         lambda a, b: _max_gap(_later_tellings_cited(a), _later_tellings_cited(b)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
