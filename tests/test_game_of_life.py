@@ -11,21 +11,12 @@ import torch
 from omegaconf import OmegaConf
 
 from harness.errors import UserError
-from harness.registry import task_spec_from_yaml
-from harness.schema import KeyType, check_value, key_type, parse_entry
 from harness.streams import StreamStep, check_stream_info, check_stream_step
 from tasks.game_of_life.generator import DEFAULTS, life_step
 from tasks.game_of_life.task import GameOfLifeTask
+from tests.task_yaml_checks import check_schema_rejects_as_task_does, profile_configs
 
 TASK_YAML = Path(__file__).resolve().parents[1] / "tasks" / "game_of_life" / "task.yaml"
-
-
-def schema_type(key: str) -> KeyType | None:
-    """The type of ``task.<key>`` from task.yaml's default and schema entry, as config composition reads it."""
-    spec = task_spec_from_yaml(TASK_YAML)
-    declared = spec.schema.get(f"task.{key}")
-    entry = parse_entry(f"task.{key}", declared, str(TASK_YAML)) if declared is not None else None
-    return key_type(f"task.{key}", spec.config["task"][key], entry)
 
 
 def make(**task: object) -> GameOfLifeTask:
@@ -215,18 +206,7 @@ def test_contract_info_and_describe_data(interventions):
 
 
 def test_task_yaml_profiles_build():
-    spec = task_spec_from_yaml(TASK_YAML)
-    assert spec.interface == "stream" and spec.kind == "stepwise" and spec.name == "game_of_life"
-    assert set(spec.profiles) == {"smoke", "cpu", "paper"}
-    assert {key.removeprefix("task.") for key in spec.schema} <= set(spec.config["task"])
-    for key, default in spec.config["task"].items():  # every key typed, every default and profile value fits
-        kind = schema_type(key)
-        assert kind is not None or key == "name", key
-        for value in [default] + [p["task"][key] for p in spec.profiles.values() if key in p["task"]]:
-            if kind is not None:
-                check_value(f"task.{key}", value, kind)
-    for profile in spec.profiles.values():
-        cfg = OmegaConf.merge({"seed": 0, "task": spec.config["task"]}, {"task": profile["task"]})
+    for cfg in profile_configs(TASK_YAML, "game_of_life", "stream", "stepwise"):
         task = GameOfLifeTask(cfg)
         check_stream_step("game_of_life", roll(task, 2, 2)[1], task.info, 2)
 
@@ -234,12 +214,7 @@ def test_task_yaml_profiles_build():
 @pytest.mark.parametrize(("key", "value"), [("boundary", "mirror"), ("size", 2), ("size", 8.0), ("density", 1.2),
                                       ("interventions", -1), ("interventions", True)])
 def test_the_schema_rejects_what_the_task_rejects(key, value):
-    kind = schema_type(key)
-    assert kind is not None
-    with pytest.raises(UserError, match=f"task.{key}"):
-        check_value(f"task.{key}", value, kind)
-    with pytest.raises(UserError, match=f"task.{key}"):
-        make(**{key: value})
+    check_schema_rejects_as_task_does(TASK_YAML, key, value, make)
 
 
 @pytest.mark.parametrize("bad", [{"boundary": "mirror"}, {"size": 2}, {"size": 8.0}, {"density": 1.2},
