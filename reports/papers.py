@@ -7,11 +7,13 @@ run config entry a row is matched on, e.g. ``task.tasks``) and ``rows``. In a ro
 published cell ``[mean, sd]`` (``sd`` may be null) and a scalar value identifies the row. Optional
 fields: ``row_key`` (the row field compared with ``config_key``; inferred when absent), ``tolerance``
 (points, default 2), ``scale`` (our metric's factor to the published unit, default 100: fractions to %),
-``decimals`` (default 1), ``source``, ``column_notes`` (model -> text) and ``settings`` (what the published numbers
+``decimals`` (default 1), ``source``, ``column_notes`` (model -> text), ``settings`` (what the published numbers
 were measured under, as config keys of our runs: see :mod:`reports.settings`; a row may add its own
-``settings``, merged over the table's). A table without ``config_key``
-matches rows on the task alone; a row's own ``task`` field overrides the table's ``task`` (which may then be
-left out), so one table can hold rows of several tasks.
+``settings``, merged over the table's) and ``verdict_above`` (a threshold in published units, for a paper that
+reports on which side of it a number fell rather than the number, e.g. TPR-RNN's Table 3, "failed tasks
+(err > 5%)": its cells are then ``[above]`` or ``[not_above]``, and ours agrees when it falls on the same side).
+A table without ``config_key`` matches rows on the task alone; a row's own ``task`` field overrides the table's
+``task`` (which may then be left out), so one table can hold rows of several tasks.
 
 A fact is one published scalar beside ours: ``id``, ``label``, ``published`` (a number or null),
 optional ``published_text`` (shown instead of the number, e.g. "> 93"), ``unit``, ``decimals`` (default 1),
@@ -39,6 +41,7 @@ import yaml
 from reports.settings import check as check_settings
 
 DEFAULT_TOLERANCE = 2.0
+VERDICTS = ("above", "not_above")  # a verdict table's published cells
 REDUCTIONS = ("median", "mean", "min", "max")
 
 
@@ -59,6 +62,7 @@ class TableSpec:
     decimals: int = 1
     column_notes: dict[str, str] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
+    verdict_above: float | None = None
 
     def labels(self, row: dict[str, Any]) -> dict[str, Any]:
         """The row's identifying fields (everything that is not a model's cell or its settings)."""
@@ -152,8 +156,14 @@ def _table(data: dict[str, Any], where: str) -> TableSpec:
         decimals=int(data.get("decimals", 1)),
         column_notes={str(k): str(v) for k, v in (data.get("column_notes") or {}).items()},
         settings=check_settings(data.get("settings"), f"{where}: table {data['id']}"),
+        verdict_above=None if data.get("verdict_above") is None else float(data["verdict_above"]),
     )
     for row in rows:
+        if table.verdict_above is not None:
+            for model in models:
+                if model in row and row[model] not in [[verdict] for verdict in VERDICTS]:
+                    raise ValueError(f"{where}: table {table.id} has verdict_above: its {model} cells must be "
+                                     f"[above] or [not_above], not {row[model]!r}")
         check_settings(row.get("settings"), f"{where}: table {table.id}, a row")
         try:
             table.metric_for(row)

@@ -156,13 +156,18 @@ def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
               "train examples/s", "wall time", "runs"]
     joint = [group for group in groups(runs, "babi") if _all_tasks(group)]
     return ["### bAbI (Schlag & Schmidhuber 2018, Table 2)", "", *_table(header, rows), *fidelity_lines(order),
-            *ablation_lines(order), *all_tasks_lines(joint, papers)]
+            *ablation_lines(order, papers), *all_tasks_lines(joint, papers)]
 
 
 ALL_OPERATIONS = ("write", "move", "backlink")
-# Schlag & Schmidhuber 2018, Table 3: the tasks each ablation failed (test error > 5%); all three fail none.
-TABLE3_FAILED = {("write",): {3, 6, 9, 10, 12, 13, 17, 19}, ("write", "move"): {9, 10, 13, 17},
-                 ("write", "backlink"): {3}}
+
+
+def table3_failed(papers: list[PaperSpec]) -> dict[tuple[int, tuple[str, ...]], bool]:
+    """Schlag & Schmidhuber 2018, Table 3, from ``reports/papers/tpr_rnn.yaml``: (bAbI task, operations) -> whether
+    that ablation failed the task (test error > 5%). The full model (all three) fails none there."""
+    return {(int(row["babi_id"]), tuple(row["settings"]["model.operations"])): row["tpr_rnn"] == ["above"]
+            for paper in papers if paper.name == "tpr_rnn" for table in paper.tables if table.id == "table3"
+            for row in table.rows}
 
 
 def _operations(run: RunRecord) -> tuple[str, ...]:
@@ -176,7 +181,7 @@ def _babi_model(run: RunRecord) -> str:
     return run.model if set(operations) == set(ALL_OPERATIONS) else f"{run.model} ({' + '.join(operations)})"
 
 
-def ablation_lines(babi_groups: list[list[RunRecord]]) -> list[str]:
+def ablation_lines(babi_groups: list[list[RunRecord]], papers: list[PaperSpec]) -> list[str]:
     """Table 3's ablations (``model.operations``, ``sweeps/babi_tpr_rnn_ablations_cpu.yaml``) beside the full model's
     runs of the same tasks at the same budget; nothing when there are none."""
     def task_and_budget(group: list[RunRecord]) -> tuple[Any, str]:
@@ -186,12 +191,12 @@ def ablation_lines(babi_groups: list[list[RunRecord]]) -> list[str]:
     budgets = {task_and_budget(group) for group in ablated}
     full = [group for group in babi_groups if group[0].model == "tpr_rnn" and group not in ablated
             and task_and_budget(group) in budgets and cfg_get(group[0].config, "task.source") == "files"]
-    rows = []
+    failed_in_paper, rows = table3_failed(papers), []
     for group in sorted(ablated + full, key=lambda g: (int(cfg_get(g[0].config, "task.babi_id")), _budget(g[0]),
                                                         -len(_operations(g[0])), _operations(g[0]))):
         run = group[0]
         babi_id, operations = int(cfg_get(run.config, "task.babi_id")), _operations(run)
-        failed = babi_id in TABLE3_FAILED.get(operations, set())
+        failed = failed_in_paper.get((babi_id, operations), False)
         rows.append([str(babi_id), " + ".join(operations), _babi_data(run), str(run.profile), _budget(run),
                      str(len(group)),
                      _mean_sd(_values(group, "test/error"), 100, 2), "> 5 (failed)" if failed else "< 5",

@@ -277,17 +277,23 @@ def _beside(runs: list[RunRecord], metric: str, scale: float, d: int, settings: 
     return out
 
 
+def _verdict_text(verdict: str, table: TableSpec) -> str:
+    """A verdict cell as the paper states it: ``"> 5"`` or ``"≤ 5"``."""
+    return f"{'>' if verdict == 'above' else '≤'} {table.verdict_above:g}"
+
+
 def compare_cell(runs: list[RunRecord], table: TableSpec, row: dict[str, Any], model: str) -> dict[str, Any]:
     """A published cell beside ours. Ours is the mean over seeds of the completed, not stale runs whose
     config matches the row and every setting of the published number; any other completed run of the row's
     task and model is listed beside it (``beside``), labelled with what differs, and never coloured."""
     published = row.get(model)
     d = table.decimals
-    pub_mean = float(published[0]) if isinstance(published, list) and published and published[0] is not None \
-        else None
+    verdict = published[0] if table.verdict_above is not None and isinstance(published, list) else None
+    pub_mean = float(published[0]) if verdict is None and isinstance(published, list) and published \
+        and published[0] is not None else None
     pub_sd = published[1] if isinstance(published, list) and len(published) > 1 else None
     cell: dict[str, Any] = {
-        "published": fmt(pub_mean, d) if pub_mean is not None else "–",
+        "published": _verdict_text(verdict, table) if verdict else fmt(pub_mean, d) if pub_mean is not None else "–",
         "published_sd": str(pub_sd) if pub_sd is not None else None,
         "ours": NO_RUN, "ours_sd": None, "n": 0, "diff": "", "css": "no-run", "runs": [], "note": None,
         "variant": None, "alternatives": None, "beside": [], "origins": "",
@@ -320,7 +326,10 @@ def compare_cell(runs: list[RunRecord], table: TableSpec, row: dict[str, Any], m
             alternatives.append(f"{variant_label(other_runs[0])}: {fmt(other_mean, d)} (n={len(other_runs)})")
         cell["note"] = f"+{len(others)} other config{'s' if len(others) > 1 else ''}"
         cell["alternatives"] = "; ".join(alternatives)
-    if pub_mean is not None:
+    if verdict is not None:
+        agrees = (mean > table.verdict_above) == (verdict == "above")
+        cell.update(diff="same side" if agrees else "other side", css="match-green" if agrees else "match-red")
+    elif pub_mean is not None:
         diff = mean - pub_mean
         text = f"{diff:+.{d}f}"
         cell.update(diff=text if float(text) != 0 else f"{0:.{d}f}", css=colour(diff, table.tolerance))
@@ -339,6 +348,7 @@ def compare_table(runs: list[RunRecord], table: TableSpec) -> dict[str, Any]:
     return {"id": table.id, "title": table.title, "protocol": table.protocol, "source": table.source,
             "task": ", ".join(table.tasks), "config_key": table.config_key, "row_key": table.row_key,
             "tolerance": fmt(table.tolerance, 1), "tolerance3": fmt(3 * table.tolerance, 1),
+            "verdict_above": None if table.verdict_above is None else f"{table.verdict_above:g}",
             "label_keys": label_keys, "models": table.models, "rows": rows,
             "column_notes": [{"model": m, "note": n} for m, n in sorted(table.column_notes.items())],
             "settings": describe(table.settings),

@@ -466,3 +466,48 @@ def test_relations_game_cells_report_the_held_out_object_sets(tmp_path: Path):
     (row,) = [row for row in matrix([record], [])["rows"] if row["task"] == "relations_game"]
     (cell,) = [cell for cell in row["cells"] if cell["model"] == "lstm"]
     assert cell["best"]["text"] == "85.0" and cell["best"]["label"] == "held-out"
+
+
+def test_verdict_table_colours_by_the_side_of_the_threshold(tmp_path: Path):
+    """TPR-RNN's Table 3 gives only which tasks each ablation fails (error > 5%): a cell is green when ours falls
+    on the paper's side of 5%, red when not, and the full model's run of the task is listed beside it."""
+    from reports.papers import load_paper
+    from reports.store import assign_variants, load_store
+    from reports.tables import compare_table
+
+    runs = tmp_path / "runs"
+    files = {"babi_id": 3, "data_set": "en-10k", "source": "files"}
+    for babi_id, operations, error, tag in ((3, ["write"], 0.10, "a"), (1, ["write"], 0.08, "b"),
+                                            (1, None, 0.001, "c")):
+        path = write_run(runs, "babi", "tpr_rnn", 0, metrics={"test/error": error}, tag=tag,
+                         task_cfg={**files, "babi_id": babi_id})
+        if operations:
+            config = yaml.safe_load((path / "config.yaml").read_text())
+            config["model"]["operations"] = operations
+            (path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    records = load_store(runs)
+    assign_variants(records)
+    paper = load_paper(Path(build_module.__file__).parent / "papers" / "tpr_rnn.yaml")
+    table = compare_table(records, next(t for t in paper.tables if t.id == "table3"))
+    cells = {(row["labels"][0], row["labels"][2]): row["cells"][0] for row in table["rows"]}
+    assert table["verdict_above"] == "5" and len(cells) == 60
+    failed_as_in_paper = cells[(3, "write")]
+    assert (failed_as_in_paper["published"], failed_as_in_paper["ours"]) == ("> 5", "10.00")
+    assert (failed_as_in_paper["css"], failed_as_in_paper["diff"]) == ("match-green", "same side")
+    failed_unlike_paper = cells[(1, "write")]
+    assert (failed_unlike_paper["published"], failed_unlike_paper["ours"]) == ("≤ 5", "8.00")
+    assert (failed_unlike_paper["css"], failed_unlike_paper["diff"]) == ("match-red", "other side")
+    assert any(text.startswith("operations") and ": 0.10" in text for text in failed_unlike_paper["beside"])
+    assert cells[(1, "write + move")]["css"] == "no-match"  # runs of task 1, none with these operations
+    assert table["summary"]["match-green"] == 1 and table["summary"]["match-red"] == 1
+
+
+def test_verdict_table_cells_must_be_verdicts(tmp_path: Path):
+    from reports.papers import load_paper
+
+    path = tmp_path / "bad.yaml"
+    table = {"id": "t3", "task": "babi", "metric": "test/error", "config_key": "task.babi_id", "verdict_above": 5,
+             "rows": [{"babi_id": 1, "tpr_rnn": [0.5, None]}]}
+    path.write_text(yaml.safe_dump({"tables": [table]}))
+    with pytest.raises(ValueError, match=r"cells must be \[above\] or \[not_above\]"):
+        load_paper(path)
