@@ -12,7 +12,8 @@ runs of the same config, or a killed run resumed and its uninterrupted twin, dis
 deterministic algorithms, which the runners switch on, do not cover it).
 
 :func:`warm_vector_math` calls each of them once on a small tensor, which one thread computes, before a run
-builds its data or its model. It changes no value a run computes, only which of the two roundings a process
+builds its data or its model (the launchers), and before ``harness retest`` or ``harness predict`` evaluates a
+stored run. It changes no value a run computes, only which of the two roundings a process
 gets: always the one that one thread gives.
 """
 

@@ -30,6 +30,7 @@ from harness.runners.build import Prepared, prepare_task
 from harness.runners.predictions import load_trained_model
 from harness.runners.supervised import intact_checkpoint
 from harness.runs import Run, default_runs_dir, now_iso
+from harness.vector_math import warm_vector_math
 
 
 def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
@@ -37,6 +38,7 @@ def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
     """A completed single-protocol supervised run of the store: its results, its stored config (with
     ``overrides``) composed again, its task prepared and its data loaded. ``doing`` names the action in the
     error for a run that is not completed."""
+    warm_vector_math()  # as a training run does: its evaluation computes what training's did, bit for bit
     run: Run = find_run(name, runs_dir or default_runs_dir())
     results = run.completed_results(doing)
     stored = OmegaConf.to_container(OmegaConf.load(run.config_path))
