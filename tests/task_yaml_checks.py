@@ -11,13 +11,14 @@ import pytest
 from omegaconf import DictConfig, OmegaConf
 
 from harness.errors import UserError
-from harness.registry import task_spec_from_yaml
+from harness.registry import TaskSpec, task_spec_from_yaml
 from harness.schema import KeyType, check_value, key_type, parse_entry
 
 
-def schema_type(task_yaml: Path, key: str) -> KeyType | None:
-    """The type of ``task.<key>`` from task.yaml's default and schema entry, as config composition reads it."""
-    spec = task_spec_from_yaml(task_yaml)
+def schema_type(task_yaml: Path, key: str, spec: TaskSpec | None = None) -> KeyType | None:
+    """The type of ``task.<key>`` from task.yaml's default and schema entry, as config composition reads it
+    (``spec``: the file already read)."""
+    spec = spec or task_spec_from_yaml(task_yaml)
     declared = spec.schema.get(f"task.{key}")
     entry = parse_entry(f"task.{key}", declared, str(task_yaml)) if declared is not None else None
     return key_type(f"task.{key}", spec.config["task"][key], entry)
@@ -31,7 +32,7 @@ def profile_configs(task_yaml: Path, name: str, interface: str, kind: str) -> li
     assert set(spec.profiles) == {"smoke", "cpu", "paper"}
     assert {key.removeprefix("task.") for key in spec.schema} <= set(spec.config["task"])
     for key, default in spec.config["task"].items():  # every key typed, every default and profile value fits
-        key_kind = schema_type(task_yaml, key)
+        key_kind = schema_type(task_yaml, key, spec)
         assert key_kind is not None or key == "name", key
         for value in [default] + [p["task"][key] for p in spec.profiles.values() if key in p["task"]]:
             if key_kind is not None:
