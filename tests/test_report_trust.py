@@ -95,3 +95,19 @@ def test_one_odd_run_never_stops_the_build(tmp_path):
     for path in pages:  # every page rendered in full: no stand-in error page
         text = path.read_text()
         assert text.strip().endswith("</html>") and "could not be rendered" not in text, path.name
+
+
+def test_a_long_list_of_unlike_runs_folds_into_one_line(tmp_path):
+    """More than two other configurations beside a cell fold into one <details> line; two or fewer stay open."""
+    runs = tmp_path / "runs"
+    write_run(runs, "relations_game", "predinet", 0, task_cfg=SAME,
+              metrics={"test/acc": 1.0, "test_hexominoes/acc": 1.0, "test_stripes/acc": 1.0})
+    for tag, n_train in (("b", 1000), ("c", 2000), ("d", 3000)):
+        write_run(runs, "relations_game", "predinet", 0, tag=tag, task_cfg={**SAME, "n_train": n_train},
+                  metrics={"test/acc": 0.5, "test_hexominoes/acc": 0.5, "test_stripes/acc": 0.5})
+    out = tmp_path / "site"
+    build_report(runs, out, files_root=tmp_path)
+    paper = (out / "predinet.html").read_text()
+    assert '<details class="beside"><summary>beside: 3 other configurations</summary>' in paper
+    assert "n_train 1000 ≠ 250000: 50.0 (n=1, yours)<br>" in paper
+    assert '<span class="beside">beside: n_train' not in paper
