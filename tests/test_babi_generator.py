@@ -1,7 +1,7 @@
 """Tests for the built-in bAbI generator's tasks 1, 6, 11 and 12 (tasks 2, 3, 15, 16: test_babi_generator_more.py).
 
-Generated stories are parsed with a small regex parser and replayed by an interpreter written here,
-independently of the generator, which checks every answer and supporting fact.
+Generated stories are parsed with a small regex parser (tests/babi_story_checks.py) and replayed by an interpreter
+written here, independently of the generator, which checks every answer and supporting fact.
 """
 
 from __future__ import annotations
@@ -20,6 +20,24 @@ from tasks.babi.generator import (
     generate_stories,
     write_dataset,
 )
+from tests.babi_story_checks import (
+    CONJ_MOVE,
+    DROP,
+    GO,
+    MOVE,
+    ROOM,
+    THEN,
+    WHERE_IS_ACTOR,
+    Line,
+    Stories,
+    ask_in_pattern,
+    assert_question_count,
+    questions,
+    replay_stories,
+    take_pattern,
+    words,
+)
+from tests.babi_story_checks import parse as parse_format
 
 TASKS = [1, 6, 11, 12]  # the four-people-six-rooms tasks; 2, 3, 15 and 16: tests/test_babi_generator_more.py
 ACTORS = {"Mary": "she", "Sandra": "she", "John": "he", "Daniel": "he"}
@@ -29,55 +47,14 @@ DATA_DIR = Path(
     os.environ.get("HARNESS_DATA_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "data")
 )
 
-_ACTOR = "(Mary|John|Sandra|Daniel)"
-_VERB = "(?:moved to|went to|went back to|journeyed to|travelled to)"
-_ROOM = "(bathroom|bedroom|garden|hallway|kitchen|office)"
-_OBJ = "(apple|football|milk)"
-STATEMENT_LINE = re.compile(r"^(\d+) ([^\t?]+)\.\n$")
-QUESTION_LINE = re.compile(r"^(\d+) ([^\t]+\?) \t([a-z]+)\t(\d+(?: \d+)*)\n$")
-MOVE = re.compile(rf"^{_ACTOR} {_VERB} the {_ROOM}$")
-PRONOUN_MOVE = re.compile(rf"^(?:After that|Afterwards|Following that|Then) (he|she) {_VERB} the {_ROOM}$")
-CONJ_MOVE = re.compile(rf"^{_ACTOR} and {_ACTOR} {_VERB} the {_ROOM}$")
-TAKE = re.compile(rf"^{_ACTOR} (?:got|took|grabbed|picked up) the {_OBJ} there$")
-DROP = re.compile(rf"^{_ACTOR} (?:dropped|left|discarded|put down) the {_OBJ}(?: there)?$")
-WHERE = re.compile(rf"^Where is {_ACTOR}\?$")
-IS_IN = re.compile(rf"^Is {_ACTOR} in the {_ROOM}\?$")
+PRONOUN_MOVE = re.compile(rf"^{THEN} (he|she) {GO} the {ROOM}$")
+TAKE = take_pattern()
+IS_IN = ask_in_pattern()
 
 
-@dataclass
-class Line:
-    id: int
-    text: str
-    answer: str | None = None
-    support: tuple[int, ...] = ()
-
-    @property
-    def is_question(self) -> bool:
-        return self.answer is not None
-
-
-def parse(lines: list[str]) -> list[list[Line]]:
-    """Stories of parsed lines; fails on anything that is not in the official format."""
-    stories: list[list[Line]] = []
-    for raw in lines:
-        question = QUESTION_LINE.match(raw)
-        statement = STATEMENT_LINE.match(raw)
-        assert question or statement, f"malformed line {raw!r}"
-        if question:
-            line_id, text, answer, support = question.groups()
-            line = Line(int(line_id), text, answer, tuple(int(i) for i in support.split()))
-            assert raw.count("\t") == 2
-        else:
-            line = Line(int(statement.group(1)), statement.group(2))
-        if line.id == 1:
-            stories.append([])
-        assert stories, "the first story must start at id 1"
-        assert line.id == len(stories[-1]) + 1, f"ids must count up from 1 within a story: {raw!r}"
-        if line.is_question:
-            previous = {earlier.id for earlier in stories[-1] if not earlier.is_question}
-            assert set(line.support) <= previous, f"support must name earlier statements: {raw!r}"
-        stories[-1].append(line)
-    return stories
+def parse(lines: list[str]) -> Stories:
+    """Stories of parsed lines; fails on anything that is not in the official format (a space before the tab)."""
+    return parse_format(lines, space_before_tab=True, distinct_supports=False)
 
 
 @dataclass
@@ -117,7 +94,7 @@ class World:
             raise AssertionError(f"unknown statement {line.text!r}")
 
     def check(self, line: Line) -> None:
-        if m := WHERE.match(line.text):
+        if m := WHERE_IS_ACTOR.match(line.text):
             actor = m.group(1)
             assert line.answer == self.location[actor], line
         elif m := IS_IN.match(line.text):
@@ -128,18 +105,9 @@ class World:
         assert line.support == self.support[actor], f"support should be {self.support[actor]}: {line}"
 
 
-def replay(stories: list[list[Line]]) -> None:
-    for story in stories:
-        world = World()
-        for line in story:
-            if line.is_question:
-                world.check(line)
-            else:
-                world.read(line)
-
-
-def questions(lines: list[str]) -> list[str]:
-    return [line for line in lines if "\t" in line]
+def replay(stories: Stories) -> None:
+    """Replays every story, checking each answer and supporting fact."""
+    replay_stories(stories, World)
 
 
 @pytest.fixture(scope="module")
@@ -158,9 +126,7 @@ def test_deterministic_per_seed(task: int) -> None:
 @pytest.mark.parametrize("n", [0, 1, 5, 7, 13, 100])
 def test_exact_question_count(task: int, n: int) -> None:
     lines = generate_stories(task, n, seed=1)
-    assert len(questions(lines)) == n
-    if n:
-        assert "\t" in lines[-1], "the output ends right after the last question"
+    assert_question_count(lines, n)
     stories = parse(lines)
     assert all(sum(line.is_question for line in story) == 5 for story in stories[: n // 5])
 
@@ -222,14 +188,14 @@ def test_yes_no_balanced(generated: dict[int, list[str]]) -> None:
 
 @pytest.mark.parametrize("task", TASKS)
 def test_vocabulary_matches_official_file(task: int, generated: dict[int, list[str]]) -> None:
-    tokens = set(re.findall(r"[A-Za-z]+", "".join(generated[task])))
+    tokens = words("".join(generated[task]))
     assert set(ACTORS) <= tokens and LOCATIONS <= tokens
     if task == 6:
         assert OBJECTS <= tokens
     official = DATA_DIR / "babi" / "en-10k" / file_name(task, "train")
     if not official.is_file():
         pytest.skip(f"official bAbI file not found: {official}")
-    real_tokens = set(re.findall(r"[A-Za-z]+", official.read_text(encoding="ascii")))
+    real_tokens = words(official.read_text(encoding="ascii"))
     assert tokens == real_tokens
 
 

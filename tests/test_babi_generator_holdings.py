@@ -22,22 +22,34 @@ import pytest
 
 from tasks.babi.generator import generate_stories
 from tasks.babi.generator_holdings import STORIES, TASK_NAMES
-from tests.test_babi_generator import Line
-from tests.test_babi_generator_more import (
+from tests.babi_story_checks import (
+    ACTOR,
     DROP,
+    GO,
     MOVE,
-    REAL_DIR,
+    ROOM,
     STAT_QUESTIONS,
+    Line,
     Rooms,
-    _answers,
-    _corrupt_answer,
-    _corrupt_support,
-    _distribution,
-    _max_gap,
+    Stories,
+    answer_distribution,
+    ask_in_pattern,
+    assert_corruption_caught,
+    assert_question_count,
     assert_support_distances_match,
     assert_within_spread,
+    distribution,
+    give_pattern,
+    max_gap,
+    move_pattern,
     parse,
     questions,
+    read_released,
+    released_or_skip,
+    released_path,
+    replay_stories,
+    take_pattern,
+    words,
 )
 
 TASKS = (7, 8, 9, 10)
@@ -45,31 +57,27 @@ PER_STORY = 5
 WINDOW = 5  # a question's subject is named by one of the last five statements
 SEED = 13  # our samples: STAT_QUESTIONS (4,000) questions per task, all replayed
 
-_ACTOR = "(Mary|John|Sandra|Daniel)"
-_ROOM = "(bathroom|bedroom|garden|hallway|kitchen|office)"
-_OBJ = "(apple|football|milk)"
-_GO = "(?:moved to|went to|went back to|journeyed to|travelled to)"
-TAKE = re.compile(rf"^{_ACTOR} (?:got|took|grabbed|picked up) the {_OBJ} there$")  # always "there" in tasks 7, 8
-GIVE = re.compile(rf"^{_ACTOR} (?:gave|handed|passed) the {_OBJ} to {_ACTOR}$")
-HOW_MANY = re.compile(rf"^How many objects is {_ACTOR} carrying\?$")
-WHAT = re.compile(rf"^What is {_ACTOR} carrying\?$")
+TAKE = take_pattern()  # always "there" in tasks 7, 8
+GIVE = give_pattern()
+HOW_MANY = re.compile(rf"^How many objects is {ACTOR} carrying\?$")
+WHAT = re.compile(rf"^What is {ACTOR} carrying\?$")
 COUNTS = ("none", "one", "two", "three")
 
-IS_IN = re.compile(rf"^{_ACTOR} is in the {_ROOM}$")
-NOT_IN = re.compile(rf"^{_ACTOR} is (?:not|no longer) in the {_ROOM}$")
-ASK_IN = re.compile(rf"^Is {_ACTOR} in the {_ROOM}\?$")
+IS_IN = re.compile(rf"^{ACTOR} is in the {ROOM}$")
+NOT_IN = re.compile(rf"^{ACTOR} is (?:not|no longer) in the {ROOM}$")
+ASK_IN = ask_in_pattern()
 
 _ACTOR_10 = "(Fred|Mary|Bill|Julie)"
 _ROOM_10 = "(bedroom|cinema|kitchen|office|park|school)"
-MOVE_10 = re.compile(rf"^{_ACTOR_10} {_GO} the {_ROOM_10}$")
+MOVE_10 = move_pattern(_ACTOR_10, _ROOM_10)
 IS_IN_10 = re.compile(rf"^{_ACTOR_10} is in the {_ROOM_10}$")
 EITHER = re.compile(rf"^{_ACTOR_10} is either in the {_ROOM_10} or the {_ROOM_10}$")
-ASK_IN_10 = re.compile(rf"^Is {_ACTOR_10} in the {_ROOM_10}\?$")
+ASK_IN_10 = ask_in_pattern(_ACTOR_10, _ROOM_10)
 
 LIST_ANSWER = re.compile(r"^(?:nothing|(?:apple|football|milk)(?:,(?:apple|football|milk))*)$")
 
 
-def parse_stories(lines: list[str]) -> list[list[Line]]:
+def parse_stories(lines: list[str]) -> Stories:
     """The shared parser (one-word answers, a space before the tab), with task 8's comma-separated lists put back
     in after it checked everything else."""
     answers = [line.split("\t")[1] for line in lines if "\t" in line]
@@ -204,16 +212,9 @@ class LocatedWorld:
         assert line.support == (fact_id,), f"support should be {(fact_id,)}: {line}"
 
 
-def replay(task: int, lines: list[str]) -> list[list[Line]]:
-    stories = parse_stories(lines)
-    for story in stories:
-        world = HoldingWorld(task) if task in (7, 8) else LocatedWorld(task)
-        for line in story:
-            if line.is_question:
-                world.check(line)
-            else:
-                world.read(line)
-    return stories
+def replay(task: int, lines: list[str]) -> Stories:
+    """The stories of ``lines``, each replayed in a fresh world of the task."""
+    return replay_stories(parse_stories(lines), lambda: HoldingWorld(task) if task in (7, 8) else LocatedWorld(task))
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +223,7 @@ def generated() -> dict[int, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def ours(generated: dict[int, list[str]]) -> dict[int, list[list[Line]]]:
+def ours(generated: dict[int, list[str]]) -> dict[int, Stories]:
     return {task: parse_stories(lines) for task, lines in generated.items()}
 
 
@@ -252,16 +253,8 @@ ANSWERS = {
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("corruption", ["answer", "id"])
 def test_replay_catches_corruption(task: int, corruption: str) -> None:
-    lines = generate_stories(task, PER_STORY, seed=5)  # one whole story
-    replay(task, lines)
-    for i in (i for i, line in enumerate(lines) if "\t" in line):  # every question, one at a time
-        corrupted = list(lines)
-        if corruption == "answer":
-            corrupted[i] = _corrupt_answer(lines[i], ANSWERS[task])
-        else:
-            corrupted[i] = _corrupt_support(lines[i], "id")
-        with pytest.raises(AssertionError):
-            replay(task, corrupted)
+    lines = generate_stories(task, PER_STORY, seed=5)  # one whole story; every question corrupted, one at a time
+    assert_corruption_caught(functools.partial(replay, task), lines, corruption, ANSWERS[task], every_question=True)
 
 
 @pytest.mark.parametrize(
@@ -318,9 +311,7 @@ def test_replay_catches_hand_made_mistakes(task: int, lines: list[str]) -> None:
 @pytest.mark.parametrize("n", [0, 1, 4, 5, 6, 13, 40])
 def test_exact_question_count(task: int, n: int) -> None:
     lines = generate_stories(task, n, seed=1)
-    assert len(questions(lines)) == n
-    if n:
-        assert "\t" in lines[-1], "the output ends right after the last question"
+    assert_question_count(lines, n)
     stories = replay(task, lines)
     counts = [sum(line.is_question for line in story) for story in stories]
     assert counts == [PER_STORY] * (n // PER_STORY) + ([n % PER_STORY] if n % PER_STORY else [])
@@ -352,30 +343,20 @@ def test_format_and_story_shape(task: int, generated: dict[int, list[str]]) -> N
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# statistics against the released files (see test_babi_generator_more.py for how the tolerances are set)
-
-Stories = list[list[Line]]
+# statistics against the released files (tests/babi_story_checks.py says how the tolerances are set)
 
 
 def _path(task: int, split: str) -> Path:
-    return REAL_DIR / "en" / f"qa{task}_{TASK_NAMES[task]}_{split}.txt"
+    return released_path(task, TASK_NAMES[task], split)
 
 
 @functools.cache
 def _released(task: int) -> dict[str, Stories] | None:
-    paths = {split: _path(task, split) for split in ("train", "test")}
-    if not all(path.is_file() for path in paths.values()):
-        return None
-    return {
-        split: replay(task, path.read_text(encoding="ascii").splitlines(keepends=True)) for split, path in paths.items()
-    }
+    return read_released({split: _path(task, split) for split in ("train", "test")}, functools.partial(replay, task))
 
 
 def _released_or_skip(task: int) -> dict[str, Stories]:
-    released = _released(task)
-    if released is None:
-        pytest.skip(f"released bAbI files (en set) not found under {REAL_DIR}; set BABI_REAL_DIR")
-    return released
+    return released_or_skip(_released(task))
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -390,7 +371,7 @@ def test_replay_accepts_released_files(task: int) -> None:
 def test_vocabulary_matches_released_files(task: int, generated: dict[int, list[str]]) -> None:
     _released_or_skip(task)
     real_text = "".join(_path(task, split).read_text(encoding="ascii") for split in ("train", "test"))
-    assert set(re.findall(r"[A-Za-z]+", "".join(generated[task]))) == set(re.findall(r"[A-Za-z]+", real_text))
+    assert words("".join(generated[task])) == words(real_text)
 
 
 def _statements(stories: Stories) -> list[int]:
@@ -417,14 +398,15 @@ def test_answer_distribution(task: int, ours: dict[int, Stories]) -> None:
     released = _released_or_skip(task)
 
     def unordered(stories: Stories) -> set[str]:  # task 8's lists as sets: a given three-object order is rare
-        return {",".join(sorted(answer.split(","))) for answer in _answers(stories)}
+        return {",".join(sorted(answer.split(","))) for answer in answer_distribution(stories)}
 
     assert unordered(ours[task]) == unordered(released["train"] + released["test"])
-    assert_within_spread(_released_or_skip(task), ours[task], lambda a, b: _max_gap(_answers(a), _answers(b)))
+    assert_within_spread(_released_or_skip(task), ours[task],
+                         lambda a, b: max_gap(answer_distribution(a), answer_distribution(b)))
 
 
 _KINDS = {
-    "move": re.compile(rf"^\w+ {_GO} the \w+$"),
+    "move": re.compile(rf"^\w+ {GO} the \w+$"),
     "take": TAKE,
     "drop": DROP,
     "give": GIVE,
@@ -441,14 +423,14 @@ def _statement_kinds(stories: Stories) -> dict[str, float]:
         for line in story
         if not line.is_question
     ]
-    return _distribution(kinds)
+    return distribution(kinds)
 
 
 @pytest.mark.parametrize("task", TASKS)
 def test_statement_kind_distribution(task: int, ours: dict[int, Stories]) -> None:
     """Shares of moves, pick-ups, put-downs, gives, "is in", negations and "either" statements."""
     assert_within_spread(_released_or_skip(task), ours[task],
-                         lambda a, b: _max_gap(_statement_kinds(a), _statement_kinds(b)))
+                         lambda a, b: max_gap(_statement_kinds(a), _statement_kinds(b)))
 
 
 def _holder_kinds(stories: Stories) -> dict[str, float]:
@@ -469,14 +451,14 @@ def _holder_kinds(stories: Stories) -> dict[str, float]:
                 holder[m.group(2)] = m.group(3)
             elif m := DROP.match(line.text):
                 del holder[m.group(2)]
-    return _distribution(kinds)
+    return distribution(kinds)
 
 
 @pytest.mark.parametrize("task", (7, 8))
 def test_holder_action_distribution(task: int, ours: dict[int, Stories]) -> None:
     """Moves, pick-ups, put-downs and gives of people holding something (the give weight is fitted to these)."""
     assert_within_spread(_released_or_skip(task), ours[task],
-                         lambda a, b: _max_gap(_holder_kinds(a), _holder_kinds(b)))
+                         lambda a, b: max_gap(_holder_kinds(a), _holder_kinds(b)))
 
 
 @pytest.mark.parametrize(("task", "k"), [(task, k) for task in TASKS for k in (0, -1)])

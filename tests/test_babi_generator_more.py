@@ -10,35 +10,49 @@ those are found under ``$BABI_REAL_DIR`` (default:
 from __future__ import annotations
 
 import functools
-import os
-import random
 import re
-from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from tasks.babi.generator import SUPPORTED_TASKS, file_name, generate_stories, write_dataset
-from tests.conftest import SHARED_DATA
-from tests.test_babi_generator import Line  # one parsed line of the official format
+from tests.babi_story_checks import (
+    ACTOR,
+    DROP,
+    MOVE,
+    OBJ,
+    REAL_DIR,
+    ROOM,
+    STAT_QUESTIONS,
+    TAKE_VERB,
+    Line,
+    Rooms,
+    Stories,
+    answer_distribution,
+    assert_corruption_caught,
+    assert_distribution_matches,
+    assert_question_count,
+    assert_support_distances_match,
+    parse,
+    questions,
+    read_released,
+    released_or_skip,
+    replay_stories,
+    story_length,
+    support_distances,
+    words,
+)
 
 NEW_TASKS = (2, 3, 15, 16)
 PER_STORY = {2: 5, 3: 5, 15: 4, 16: 1}
 SPACE_BEFORE_TAB = {2: True, 3: True, 15: False, 16: False}
-REAL_DIR = Path(os.environ.get("BABI_REAL_DIR", SHARED_DATA / "babi"))  # $HARNESS_DATA_DIR/babi by default
 SAMPLE_QUESTIONS = 1000  # the size of each released 1k file, so that their spread is the yardstick
 SEED = 11
 
-_ACTOR = "(Mary|John|Sandra|Daniel)"
-_ROOM = "(bathroom|bedroom|garden|hallway|kitchen|office)"
-_OBJ = "(apple|football|milk)"
-MOVE = re.compile(rf"^{_ACTOR} (?:moved to|went to|went back to|journeyed to|travelled to) the {_ROOM}$")
-TAKE = re.compile(rf"^{_ACTOR} (?:got|took|grabbed|picked up) the {_OBJ}( there)?$")
-DROP = re.compile(rf"^{_ACTOR} (?:dropped|left|discarded|put down) the {_OBJ}(?: there)?$")
-WHERE_IS = re.compile(rf"^Where is the {_OBJ}\?$")
-WHERE_WAS = re.compile(rf"^Where was the {_OBJ} before the {_ROOM}\?$")
+TAKE = re.compile(rf"^{ACTOR} {TAKE_VERB} the {OBJ}( there)?$")  # "there" optional, a group of its own (task 2)
+WHERE_IS = re.compile(rf"^Where is the {OBJ}\?$")
+WHERE_WAS = re.compile(rf"^Where was the {OBJ} before the {ROOM}\?$")
 
 PLURAL = {"mouse": "mice", "sheep": "sheep", "wolf": "wolves", "cat": "cats"}
 SINGULAR = {plural.capitalize(): single for single, plural in PLURAL.items()} | {
@@ -53,35 +67,6 @@ AFRAID = re.compile(r"^What is (gertrude|winona|jessica|emily) afraid of\?$")
 IS_ANIMAL_16 = re.compile(r"^(Lily|Bernhard|Greg|Julius|Brian) is a (swan|lion|frog|rhino)$")
 HAS_COLOR = re.compile(r"^(Lily|Bernhard|Greg|Julius|Brian) is (gray|white|yellow|green)$")
 WHAT_COLOR = re.compile(r"^What color is (Lily|Bernhard|Greg|Julius|Brian)\?$")
-
-STATEMENT_LINE = re.compile(r"^(\d+) ([^\t?]+)\.\n$")
-QUESTION_LINE = re.compile(r"^(\d+) ([^\t]+\?)( ?)\t([a-z]+)\t(\d+(?: \d+)*)\n$")
-
-
-def parse(lines: list[str], space_before_tab: bool) -> list[list[Line]]:
-    """Stories of parsed lines; fails on anything that is not in the official format."""
-    stories: list[list[Line]] = []
-    for raw in lines:
-        question = QUESTION_LINE.match(raw)
-        statement = STATEMENT_LINE.match(raw)
-        assert question or statement, f"malformed line {raw!r}"
-        if question:
-            line_id, text, space, answer, support = question.groups()
-            assert (space == " ") == space_before_tab, f"space before the tab: {raw!r}"
-            line = Line(int(line_id), text, answer, tuple(int(i) for i in support.split()))
-        else:
-            line = Line(int(statement.group(1)), statement.group(2))
-        if line.id == 1:
-            stories.append([])
-        assert stories, "the first story must start at id 1"
-        assert line.id == len(stories[-1]) + 1, f"ids must count up from 1 within a story: {raw!r}"
-        if line.is_question:
-            earlier = {previous.id for previous in stories[-1] if not previous.is_question}
-            assert set(line.support) <= earlier, f"support must name earlier statements: {raw!r}"
-            assert len(set(line.support)) == len(line.support), f"repeated support id: {raw!r}"
-        stories[-1].append(line)
-    return stories
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # replay: what a reader of the story knows
@@ -226,20 +211,9 @@ def _world(task: int) -> ObjectWorld | DeductionWorld | InductionWorld:
     return DeductionWorld() if task == 15 else InductionWorld()
 
 
-def replay(task: int, lines: list[str]) -> list[list[Line]]:
-    stories = parse(lines, SPACE_BEFORE_TAB[task])
-    for story in stories:
-        world = _world(task)
-        for line in story:
-            if line.is_question:
-                world.check(line)
-            else:
-                world.read(line)
-    return stories
-
-
-def questions(lines: list[str]) -> list[str]:
-    return [line for line in lines if "\t" in line]
+def replay(task: int, lines: list[str]) -> Stories:
+    """The stories of ``lines``, each replayed in a fresh world of the task."""
+    return replay_stories(parse(lines, SPACE_BEFORE_TAB[task]), lambda: _world(task))
 
 
 @pytest.fixture(scope="module")
@@ -268,22 +242,6 @@ def test_answers_and_supports_replay(task: int, generated: dict[int, list[str]])
     assert sum(line.is_question for story in stories for line in story) == SAMPLE_QUESTIONS
 
 
-def _first_question(lines: list[str]) -> int:
-    return next(i for i, line in enumerate(lines) if "\t" in line)
-
-
-def _corrupt_answer(line: str, answers: set[str]) -> str:
-    head, answer, support = line.split("\t")
-    return "\t".join((head, sorted(answers - {answer})[0], support))
-
-
-def _corrupt_support(line: str, how: str) -> str:
-    head, answer, support = line.split("\t")
-    ids = [int(i) for i in support.split()]
-    ids = ids[::-1] if how == "order" else [ids[0] - 1 if ids[0] > 1 else ids[0] + 1, *ids[1:]]
-    return "\t".join((head, answer, " ".join(str(i) for i in ids))) + "\n"
-
-
 ANSWERS = {
     2: {"bathroom", "bedroom", "garden", "hallway", "kitchen", "office"},
     3: {"bathroom", "bedroom", "garden", "hallway", "kitchen", "office"},
@@ -296,23 +254,14 @@ ANSWERS = {
 @pytest.mark.parametrize("corruption", ["answer", "order", "id"])
 def test_replay_catches_corruption(task: int, corruption: str) -> None:
     lines = generate_stories(task, PER_STORY[task], seed=5)  # one whole story
-    replay(task, lines)
-    i = _first_question(lines)
-    if corruption == "answer":
-        lines[i] = _corrupt_answer(lines[i], ANSWERS[task])
-    else:
-        lines[i] = _corrupt_support(lines[i], corruption)
-    with pytest.raises(AssertionError):
-        replay(task, lines)
+    assert_corruption_caught(functools.partial(replay, task), lines, corruption, ANSWERS[task])
 
 
 @pytest.mark.parametrize("task", NEW_TASKS)
 @pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 7, 13, 40])
 def test_exact_question_count(task: int, n: int) -> None:
     lines = generate_stories(task, n, seed=1)
-    assert len(questions(lines)) == n
-    if n:
-        assert "\t" in lines[-1], "the output ends right after the last question"
+    assert_question_count(lines, n)
     stories = replay(task, lines)
     per_story = PER_STORY[task]
     counts = [sum(line.is_question for line in story) for story in stories]
@@ -350,27 +299,6 @@ def test_write_dataset(task: int, tmp_path: Path) -> None:
         assert len(questions(text.splitlines(keepends=True))) == n
         replay(task, text.splitlines(keepends=True))
     assert first["train"].read_bytes()[:200] != first["test"].read_bytes()[:200]
-
-
-class Rooms:
-    """Union-find over rooms: a told room ("room:<name>") or the untold starting room of an actor or object."""
-
-    def __init__(self) -> None:
-        self.parent: dict[str, str] = {}
-
-    def find(self, x: str) -> str:
-        while self.parent.get(x, x) != x:
-            x = self.parent[x]
-        return x
-
-    def same(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return
-        assert not (ra.startswith("room:") and rb.startswith("room:")), f"{a} and {b} cannot be the same room"
-        if ra.startswith("room:"):
-            ra, rb = rb, ra
-        self.parent[ra] = rb
 
 
 def check_hidden_world(story: list[Line]) -> None:
@@ -411,101 +339,17 @@ def test_hidden_world_check_catches_contradiction() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# statistics against the released files
-
-Stories = list[list[Line]]
-Gap = Callable[[Stories, Stories], float]
-
-# Tolerances come from the original generator's own spread. The released train and test files are two samples of
-# it, 1,000 questions each; the gap between them on a statistic is that statistic's noise at this size. One pair of
-# files is a single draw of that gap, so the yardstick is the larger of it and the mean gap between random halves
-# of the pooled stories (whole stories, which keeps questions of one story together). Our questions are compared
-# with the two files pooled (2,000 questions), whose expected gap is smaller (variance 1/4000 + 1/2000
-# against 2/1000). A larger sample of ours (4,000 questions) makes our own noise small beside theirs; 1.5 times the
-# yardstick then leaves room for a single draw of a maximum and for the small differences of a refit generator.
-SPREAD_FACTOR = 1.5
-HALF_SPLITS = 20
-STAT_QUESTIONS = 4000
+# statistics against the released files (tests/babi_story_checks.py says how the tolerances are set)
 
 
 @functools.cache
 def _real(task: int) -> dict[str, Stories] | None:
     files = {split: REAL_DIR / "en" / file_name(task, split) for split in ("train", "test")}
-    if not all(path.is_file() for path in files.values()):
-        return None
-    return {split: parse(path.read_text(encoding="ascii").splitlines(keepends=True), SPACE_BEFORE_TAB[task])
-            for split, path in files.items()}
+    return read_released(files, functools.partial(parse, space_before_tab=SPACE_BEFORE_TAB[task]))
 
 
 def _real_or_skip(task: int) -> dict[str, Stories]:
-    real = _real(task)
-    if real is None:
-        pytest.skip(f"released bAbI files (en set) not found under {REAL_DIR}; set BABI_REAL_DIR")
-    return real
-
-
-def _yardstick(real: dict[str, Stories], gap: Gap) -> float:
-    pooled = real["train"] + real["test"]
-    rng = random.Random(0)
-    halves = []
-    for _ in range(HALF_SPLITS):
-        shuffled = rng.sample(pooled, len(pooled))
-        halves.append(gap(shuffled[: len(pooled) // 2], shuffled[len(pooled) // 2 :]))
-    return max(gap(real["train"], real["test"]), sum(halves) / len(halves))
-
-
-def _distribution(values: list) -> dict:
-    counts = Counter(values)
-    return {key: count / len(values) for key, count in counts.items()}
-
-
-def _max_gap(p: dict, q: dict) -> float:
-    return max(abs(p.get(key, 0.0) - q.get(key, 0.0)) for key in set(p) | set(q))
-
-
-def _total_variation(p: dict, q: dict) -> float:
-    return 0.5 * sum(abs(p.get(key, 0.0) - q.get(key, 0.0)) for key in set(p) | set(q))
-
-
-def _answers(stories: Stories) -> dict[str, float]:
-    return _distribution([line.answer for story in stories for line in story if line.is_question])
-
-
-def _distances(stories: Stories, k: int) -> dict[int, float]:
-    """How many statements back the k-th supporting fact of each question lies (1 = the latest), capped at 12."""
-    out: list[int] = []
-    for story in stories:
-        position: dict[int, int] = {}
-        for line in story:
-            if line.is_question:
-                out.append(min(len(position) - position[line.support[k]] + 1, 12))
-            else:
-                position[line.id] = len(position) + 1
-    return _distribution(out)
-
-
-def assert_within_spread(real: dict[str, Stories], mine: Stories, statistic: Gap) -> None:
-    """``statistic`` between our stories and the pooled released files is within SPREAD_FACTOR times the
-    released files' own spread on it (:func:`_yardstick`)."""
-    gap, tolerance = statistic(mine, real["train"] + real["test"]), SPREAD_FACTOR * _yardstick(real, statistic)
-    assert gap <= tolerance, (gap, tolerance)
-
-
-def assert_distribution_matches(real: dict[str, Stories], mine: Stories, measure: Callable[[Stories], dict]) -> None:
-    """The distribution ``measure`` gives has the same values in our stories as in the released files, and its
-    largest gap to theirs is within their spread."""
-    pooled, ours_ = measure(real["train"] + real["test"]), measure(mine)
-    assert set(ours_) == set(pooled), (ours_, pooled)
-    assert_within_spread(real, mine, lambda a, b: _max_gap(measure(a), measure(b)))
-
-
-def assert_support_distances_match(real: dict[str, Stories], mine: Stories, k: int) -> None:
-    """How far back the k-th supporting fact lies: total variation distance within the released files' spread."""
-    assert_within_spread(real, mine, lambda a, b: _total_variation(_distances(a, k), _distances(b, k)))
-
-
-def _story_length(stories: Stories) -> float:
-    return sum(sum(not line.is_question for line in story) for story in stories) / len(stories)
+    return released_or_skip(_real(task))
 
 
 @pytest.fixture(scope="module")
@@ -533,21 +377,21 @@ def test_vocabulary_matches_released_files(task: int, generated: dict[int, list[
     _real_or_skip(task)
     real_text = "".join((REAL_DIR / "en" / file_name(task, split)).read_text(encoding="ascii")
                         for split in ("train", "test"))
-    assert set(re.findall(r"[A-Za-z]+", "".join(generated[task]))) == set(re.findall(r"[A-Za-z]+", real_text))
+    assert words("".join(generated[task])) == words(real_text)
 
 
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_story_length_and_questions_per_story(task: int, ours: dict[int, Stories]) -> None:
     real = _real_or_skip(task)
     pooled = real["train"] + real["test"]
-    assert abs(_story_length(ours[task]) / _story_length(pooled) - 1) <= 0.15
+    assert abs(story_length(ours[task]) / story_length(pooled) - 1) <= 0.15
     for stories in (*real.values(), ours[task]):
         assert {sum(line.is_question for line in story) for story in stories} == {PER_STORY[task]}
 
 
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_answer_distribution(task: int, ours: dict[int, Stories]) -> None:
-    assert_distribution_matches(_real_or_skip(task), ours[task], _answers)
+    assert_distribution_matches(_real_or_skip(task), ours[task], answer_distribution)
 
 
 SUPPORTS = {2: 2, 3: 3, 15: 2, 16: 3}
@@ -559,4 +403,4 @@ def test_support_distance_distribution(task: int, k: int, ours: dict[int, Storie
     real = _real_or_skip(task)
     assert_support_distances_match(real, ours[task], k)
     if task in (2, 3) and k == 0:  # the object fact is always among the last five statements
-        assert max(_distances(ours[task], k)) == max(_distances(real["train"] + real["test"], k)) == 5
+        assert max(support_distances(ours[task], k)) == max(support_distances(real["train"] + real["test"], k)) == 5

@@ -18,22 +18,38 @@ import pytest
 
 from tasks.babi.generator import generate_stories
 from tasks.babi.generator_narrative import STORIES, TASK_NAMES
-from tests.test_babi_generator import _VERB, Line
-from tests.test_babi_generator_more import (
-    _OBJ,
-    _ROOM,
-    REAL_DIR,
+from tests.babi_story_checks import (
+    CONJ_MOVE,
+    GO,
+    OBJ,
+    ROOM,
     SPREAD_FACTOR,
     STAT_QUESTIONS,
+    THEN,
+    WHERE_IS_ACTOR,
+    Line,
     Rooms,
-    _answers,
-    _distribution,
-    _story_length,
-    _total_variation,
-    _yardstick,
+    Stories,
+    answer_distribution,
+    assert_corruption_caught,
     assert_distribution_matches,
+    assert_question_count,
     assert_support_distances_match,
+    distribution,
+    drop_pattern,
+    give_pattern,
+    move_pattern,
     parse,
+    questions,
+    read_released,
+    released_or_skip,
+    released_path,
+    replay_stories,
+    story_length,
+    take_pattern,
+    total_variation,
+    words,
+    yardstick,
 )
 
 TASKS = (5, 13, 14, 20)
@@ -42,38 +58,35 @@ SAMPLE_QUESTIONS = 3000
 SEED = 11
 
 _GIVER = "(Bill|Fred|Jeff|Mary)"
-MOVE_5 = re.compile(rf"^{_GIVER} {_VERB} the {_ROOM}$")
-TAKE_5 = re.compile(rf"^{_GIVER} (?:got|took|grabbed|picked up) the {_OBJ} there$")
-DROP_5 = re.compile(rf"^{_GIVER} (?:dropped|left|discarded|put down) the {_OBJ}(?: there)?$")
-GIVE_5 = re.compile(rf"^{_GIVER} (?:gave|handed|passed) the {_OBJ} to {_GIVER}$")
+MOVE_5 = move_pattern(_GIVER)
+TAKE_5 = take_pattern(_GIVER)
+DROP_5 = drop_pattern(_GIVER)
+GIVE_5 = give_pattern(_GIVER)
 # question -> the fields of a give it names, in the order of its groups, and the field it asks for
 GIVE_QUESTIONS = (
     (re.compile(rf"^What did {_GIVER} give to {_GIVER}\?$"), ("giver", "receiver"), "obj"),
-    (re.compile(rf"^Who received the {_OBJ}\?$"), ("obj",), "receiver"),
-    (re.compile(rf"^Who did {_GIVER} give the {_OBJ} to\?$"), ("giver", "obj"), "receiver"),
-    (re.compile(rf"^Who gave the {_OBJ}\?$"), ("obj",), "giver"),
-    (re.compile(rf"^Who gave the {_OBJ} to {_GIVER}\?$"), ("obj", "receiver"), "giver"),
+    (re.compile(rf"^Who received the {OBJ}\?$"), ("obj",), "receiver"),
+    (re.compile(rf"^Who did {_GIVER} give the {OBJ} to\?$"), ("giver", "obj"), "receiver"),
+    (re.compile(rf"^Who gave the {OBJ}\?$"), ("obj",), "giver"),
+    (re.compile(rf"^Who gave the {OBJ} to {_GIVER}\?$"), ("obj", "receiver"), "giver"),
 )
 
-_PERSON = "(Mary|John|Sandra|Daniel)"
-CONJ = re.compile(rf"^{_PERSON} and {_PERSON} {_VERB} the {_ROOM}$")
-THEY = re.compile(rf"^(?:After that|Afterwards|Following that|Then) they {_VERB} the {_ROOM}$")
-WHERE_IS = re.compile(rf"^Where is {_PERSON}\?$")
+THEY = re.compile(rf"^{THEN} they {GO} the {ROOM}$")
 
 TIME_WORDS = ("yesterday", "this morning", "this afternoon", "this evening")
 _WHEN = "(yesterday|this morning|this afternoon|this evening)"
 _TIMED = "(Bill|Fred|Julie|Mary)"
 _PLACE = "(bedroom|cinema|kitchen|office|park|school)"
-TIME_FIRST = re.compile(rf"^(Yesterday|This morning|This afternoon|This evening) {_TIMED} {_VERB} the {_PLACE}$")
-TIME_LAST = re.compile(rf"^{_TIMED} {_VERB} the {_PLACE} {_WHEN}$")
+TIME_FIRST = re.compile(rf"^(Yesterday|This morning|This afternoon|This evening) {_TIMED} {GO} the {_PLACE}$")
+TIME_LAST = re.compile(rf"^{_TIMED} {GO} the {_PLACE} {_WHEN}$")
 WHERE_WAS = re.compile(rf"^Where was {_TIMED} before the {_PLACE}\?$")
 
 _AGENT = "(Jason|Antoine|Sumit|Yann)"
 NEEDS = {"hungry": ("kitchen", "apple"), "thirsty": ("kitchen", "milk"), "bored": ("garden", "football"),
          "tired": ("bedroom", "pajamas")}
 FEELS = re.compile(rf"^{_AGENT} is (hungry|thirsty|bored|tired)$")
-GOES = re.compile(rf"^{_AGENT} {_VERB} the (kitchen|garden|bedroom)$")
-GETS = re.compile(rf"^{_AGENT} (?:got|took|grabbed|picked up) the (apple|milk|football|pajamas) there$")
+GOES = re.compile(rf"^{_AGENT} {GO} the (kitchen|garden|bedroom)$")
+GETS = take_pattern(_AGENT, "(apple|milk|football|pajamas)")
 WHERE_WILL = re.compile(r"^Where will (jason|antoine|sumit|yann) go\?$")
 WHY_GO = re.compile(r"^Why did (jason|antoine|sumit|yann) go to the (kitchen|garden|bedroom)\?$")
 WHY_GET = re.compile(r"^Why did (jason|antoine|sumit|yann) get the (apple|milk|football|pajamas)\?$")
@@ -82,7 +95,7 @@ SUPPORTS = {5: 1, 13: 2, 14: 2, 20: 1}  # supporting facts per question
 WINDOW = 5  # tasks 5, 13: the fact asked about is among the last five statements
 
 
-def parse_task(task: int, lines: list[str]) -> list[list[Line]]:
+def parse_task(task: int, lines: list[str]) -> Stories:
     """The shared parser (format, ids, supports); task-5 answers are names, which it reads lower-cased."""
     if task != 5:
         return parse(lines, SPACE_BEFORE_TAB[task])
@@ -164,7 +177,7 @@ class CompoundWorld:
 
     def read(self, line: Line) -> None:
         self.statements.append(line.id)
-        if m := CONJ.match(line.text):
+        if m := CONJ_MOVE.match(line.text):
             first, second, room = m.groups()
             assert first != second, line
             assert room not in {self.location.get(a, ("", ()))[0] for a in (first, second)}, f"already there: {line}"
@@ -179,7 +192,7 @@ class CompoundWorld:
             raise AssertionError(f"unknown statement {line.text!r}")
 
     def check(self, line: Line) -> None:
-        m = WHERE_IS.match(line.text)
+        m = WHERE_IS_ACTOR.match(line.text)
         assert m, f"unknown question {line.text!r}"
         room, support = self.location[m.group(1)]
         assert line.answer == room and line.support == support, f"should be {room} {support}: {line}"
@@ -274,24 +287,14 @@ class MotivationWorld:
 WORLDS = {5: GiveWorld, 13: CompoundWorld, 14: TimeWorld, 20: MotivationWorld}
 
 
-def replay(task: int, lines: list[str], released: bool = False) -> list[list[Line]]:
-    stories = parse_task(task, lines)
-    for story in stories:
-        world = GiveWorld(released=released) if task == 5 else WORLDS[task]()
-        for line in story:
-            if line.is_question:
-                world.check(line)
-            else:
-                world.read(line)
-    return stories
-
-
-def questions(lines: list[str]) -> list[str]:
-    return [line for line in lines if "\t" in line]
+def replay(task: int, lines: list[str], released: bool = False) -> Stories:
+    """The stories of ``lines``, each replayed in a fresh world of the task (``released``: see :class:`GiveWorld`)."""
+    new_world = functools.partial(GiveWorld, released=released) if task == 5 else WORLDS[task]
+    return replay_stories(parse_task(task, lines), new_world)
 
 
 def file_path(task: int, split: str) -> Path:
-    return REAL_DIR / "en" / f"qa{task}_{TASK_NAMES[task]}_{split}.txt"
+    return released_path(task, TASK_NAMES[task], split)
 
 
 @pytest.fixture(scope="module")
@@ -332,28 +335,14 @@ CORRUPTIONS = [(task, how) for task in TASKS for how in ("answer", "support", "o
 def test_replay_catches_corruption(task: int, how: str) -> None:
     """A wrong answer, a wrong support id or supports in the wrong order (two-fact tasks) fail the replay."""
     lines = generate_stories(task, 5, seed=5)
-    replay(task, lines)
-    i = next(i for i, line in enumerate(lines) if "\t" in line)
-    head, answer, support = lines[i].rstrip("\n").split("\t")
-    if how == "answer":
-        answer = sorted(ANSWERS[task] - {answer})[0]
-    elif how == "support":
-        ids = [int(k) for k in support.split()]
-        ids[0] = ids[0] - 1 if ids[0] > 1 else ids[0] + 1
-        support = " ".join(str(k) for k in ids)
-    else:
-        support = " ".join(reversed(support.split()))
-    lines[i] = "\t".join((head, answer, support)) + "\n"
-    with pytest.raises(AssertionError):
-        replay(task, lines)
+    assert_corruption_caught(functools.partial(replay, task), lines, "id" if how == "support" else how, ANSWERS[task])
 
 
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("n", [1, 4, 5, 7, 13, 40])
 def test_exact_question_count(task: int, n: int) -> None:
     lines = generate_stories(task, n, seed=1)
-    assert len(questions(lines)) == n
-    assert "\t" in lines[-1], "the output ends right after the last question"
+    assert_question_count(lines, n)
     stories = replay(task, lines)
     counts = [sum(line.is_question for line in story) for story in stories]
     if task == 20:  # whole stories of 9 to 12 questions, the last one cut short
@@ -400,19 +389,13 @@ def test_format_and_story_shape(task: int, generated: dict[int, list[str]]) -> N
 
 
 @functools.cache
-def _released(task: int) -> dict[str, list[list[Line]]] | None:
+def _released(task: int) -> dict[str, Stories] | None:
     paths = {split: file_path(task, split) for split in ("train", "test")}
-    if not all(path.is_file() for path in paths.values()):
-        return None
-    return {split: replay(task, path.read_text(encoding="ascii").splitlines(keepends=True), released=True)
-            for split, path in paths.items()}
+    return read_released(paths, functools.partial(replay, task, released=True))
 
 
-def _released_or_skip(task: int) -> dict[str, list[list[Line]]]:
-    real = _released(task)
-    if real is None:
-        pytest.skip(f"released bAbI files (en set) not found under {REAL_DIR}; set BABI_REAL_DIR")
-    return real
+def _released_or_skip(task: int) -> dict[str, Stories]:
+    return released_or_skip(_released(task))
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -427,10 +410,7 @@ def test_replay_accepts_released_files(task: int) -> None:
 def test_vocabulary_matches_released_files(task: int, generated: dict[int, list[str]]) -> None:
     _released_or_skip(task)
     real_text = "".join(file_path(task, split).read_text(encoding="ascii") for split in ("train", "test"))
-    assert set(re.findall(r"[A-Za-z]+", "".join(generated[task]))) == set(re.findall(r"[A-Za-z]+", real_text))
-
-
-Stories = list[list[Line]]
+    assert words("".join(generated[task])) == words(real_text)
 
 
 @pytest.fixture(scope="module")
@@ -452,11 +432,11 @@ def test_story_length_and_questions_per_story(task: int, ours: dict[int, Stories
     real = _released_or_skip(task)
     pooled = [*_whole(task, real["train"]), *_whole(task, real["test"])]
     mine = _whole(task, ours[task])
-    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: abs(_story_length(a) - _story_length(b)))
-    assert abs(_story_length(mine) - _story_length(pooled)) <= tolerance, (_story_length(mine), _story_length(pooled))
+    tolerance = SPREAD_FACTOR * yardstick(real, lambda a, b: abs(story_length(a) - story_length(b)))
+    assert abs(story_length(mine) - story_length(pooled)) <= tolerance, (story_length(mine), story_length(pooled))
     if task == 20:
         gap = lambda a, b: abs(_questions_per_story(a) - _questions_per_story(b))  # noqa: E731
-        tolerance = SPREAD_FACTOR * _yardstick(real, gap)
+        tolerance = SPREAD_FACTOR * yardstick(real, gap)
         assert abs(_questions_per_story(mine) - _questions_per_story(pooled)) <= tolerance
     else:
         for stories in (*real.values(), mine):
@@ -465,14 +445,14 @@ def test_story_length_and_questions_per_story(task: int, ours: dict[int, Stories
 
 @pytest.mark.parametrize("task", TASKS)
 def test_answer_distribution(task: int, ours: dict[int, Stories]) -> None:
-    assert_distribution_matches(_released_or_skip(task), ours[task], _answers)
+    assert_distribution_matches(_released_or_skip(task), ours[task], answer_distribution)
 
 
 def _question_kinds(stories: Stories) -> dict[str, float]:
     """Question templates: the words of each question with names, rooms and objects left out."""
-    return _distribution([" ".join(re.findall(r"\b(?:[Ww]ho|[Ww]hat|did|gave|give|received|to|Where|Why|will|go|"
-                                              r"get|before)\b", line.text))
-                          for story in stories for line in story if line.is_question])
+    return distribution([" ".join(re.findall(r"\b(?:[Ww]ho|[Ww]hat|did|gave|give|received|to|Where|Why|will|go|"
+                                             r"get|before)\b", line.text))
+                         for story in stories for line in story if line.is_question])
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -494,12 +474,12 @@ def _opening_times(stories: Stories) -> dict[tuple[str, ...], float]:
     for story in stories:
         statements = [line for line in story if not line.is_question]
         openings.append(tuple(_time_move(line.text)[2] for line in statements[:2]))
-    return _distribution(openings)
+    return distribution(openings)
 
 
 def test_time_story_openings(ours: dict[int, Stories]) -> None:
     """Task 14: the times of each story's first two statements: total variation distance to the pooled files."""
     real = _released_or_skip(14)
     pooled, mine = _opening_times(real["train"] + real["test"]), _opening_times(ours[14])
-    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: _total_variation(_opening_times(a), _opening_times(b)))
-    assert _total_variation(mine, pooled) <= tolerance, (mine, pooled, tolerance)
+    tolerance = SPREAD_FACTOR * yardstick(real, lambda a, b: total_variation(_opening_times(a), _opening_times(b)))
+    assert total_variation(mine, pooled) <= tolerance, (mine, pooled, tolerance)

@@ -14,46 +14,49 @@ import random
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
 from tasks.babi.generator import generate_stories
 from tasks.babi.generator_spatial import STORIES, TASK_NAMES
-from tests.test_babi_generator import Line
-from tests.test_babi_generator_more import (
-    REAL_DIR,
+from tests.babi_story_checks import (
+    ROOM,
     SPREAD_FACTOR,
+    STAT_QUESTIONS,
+    Line,
     Stories,
-    _answers,
-    _corrupt_answer,
-    _corrupt_support,
-    _distribution,
-    _first_question,
-    _max_gap,
-    _story_length,
-    _total_variation,
-    _yardstick,
+    answer_distribution,
+    assert_corruption_caught,
     assert_distribution_matches,
+    assert_question_count,
     assert_support_distances_match,
     assert_within_spread,
+    distribution,
+    max_gap,
     parse,
-    questions,
+    read_released,
+    released_or_skip,
+    released_path,
+    replay_stories,
+    story_length,
+    total_variation,
+    words,
+    yardstick,
 )
 
 TASKS = (4, 17, 18, 19)
 PER_STORY = {4: 1, 17: 8, 18: 9, 19: 1}  # the most a story holds; task 18: 5, or 6 to 9 after a block stopped early
 SIZE_BLOCK = 5  # task 18: the questions of a block that does not stop early
-REPLAY_QUESTIONS = 3000
-STAT_QUESTIONS = 4000
+REPLAY_QUESTIONS = 3000  # STAT_QUESTIONS (4,000) for the statistics
 SIZE_STAT_QUESTIONS = 20000  # task 18: its stories run from 5 to 25 statements and 1.7% of them stop a block early
 SEED = 11
 
-_ROOM = "(bathroom|bedroom|garden|hallway|kitchen|office)"
 _COMPASS = "(north|south|east|west)"
-ROOM_FACT = re.compile(rf"^The {_ROOM} is {_COMPASS} of the {_ROOM}$")
-WHAT_IS_DIR_OF = re.compile(rf"^What is {_COMPASS} of the {_ROOM}\?$")
-WHAT_IS_ROOM_DIR_OF = re.compile(rf"^What is the {_ROOM} {_COMPASS} of\?$")
-HOW_TO_GO = re.compile(rf"^How do you go from the {_ROOM} to the {_ROOM}\?$")
+ROOM_FACT = re.compile(rf"^The {ROOM} is {_COMPASS} of the {ROOM}$")
+WHAT_IS_DIR_OF = re.compile(rf"^What is {_COMPASS} of the {ROOM}\?$")
+WHAT_IS_ROOM_DIR_OF = re.compile(rf"^What is the {ROOM} {_COMPASS} of\?$")
+HOW_TO_GO = re.compile(rf"^How do you go from the {ROOM} to the {ROOM}\?$")
 
 _SHAPE = "(triangle|blue square|pink rectangle|red square|red sphere|yellow square)"
 _RELATIVE = "(above|below|to the left of|to the right of)"
@@ -72,7 +75,7 @@ UNIT = {"north": (0, 1), "south": (0, -1), "east": (1, 0), "west": (-1, 0),
 LETTER = {"n": "north", "s": "south", "e": "east", "w": "west"}
 
 
-def parse_task(task: int, lines: list[str]) -> list[list[Line]]:
+def parse_task(task: int, lines: list[str]) -> Stories:
     """Stories of parsed lines (no space before the tab in any of these tasks). Task-19 answers ("n,w") are checked
     for their comma-joined form here and then read as letters ("nw")."""
     if task == 19:
@@ -286,16 +289,9 @@ World = RoomLineWorld | ShapeWorld | SizeWorld | RoomMapWorld
 WORLDS: dict[int, type[World]] = {4: RoomLineWorld, 17: ShapeWorld, 18: SizeWorld, 19: RoomMapWorld}
 
 
-def replay(task: int, lines: list[str]) -> list[list[Line]]:
-    stories = parse_task(task, lines)
-    for story in stories:
-        world = WORLDS[task]()
-        for line in story:
-            if line.is_question:
-                world.check(line)
-            else:
-                world.read(line)
-    return stories
+def replay(task: int, lines: list[str]) -> Stories:
+    """The stories of ``lines``, each replayed in a fresh world of the task."""
+    return replay_stories(parse_task(task, lines), WORLDS[task])
 
 
 @pytest.fixture(scope="module")
@@ -332,14 +328,7 @@ CORRUPTIONS = [(task, how) for task in TASKS for how in ("answer", "id", "order"
 @pytest.mark.parametrize(("task", "corruption"), CORRUPTIONS)
 def test_replay_catches_corruption(task: int, corruption: str) -> None:
     lines = generate_stories(task, PER_STORY[task], seed=5)  # one whole story
-    replay(task, lines)
-    i = _first_question(lines)
-    if corruption == "answer":
-        lines[i] = _corrupt_answer(lines[i], ANSWERS[task])
-    else:
-        lines[i] = _corrupt_support(lines[i], corruption)
-    with pytest.raises(AssertionError):
-        replay(task, lines)
+    assert_corruption_caught(functools.partial(replay, task), lines, corruption, ANSWERS[task])
 
 
 def test_size_world_catches_contradiction() -> None:
@@ -361,9 +350,7 @@ def test_layout_catches_two_rooms_on_one_side() -> None:
 @pytest.mark.parametrize("n", [0, 1, 3, 5, 7, 8, 13, 40])
 def test_exact_question_count(task: int, n: int) -> None:
     lines = generate_stories(task, n, seed=1)
-    assert len(questions(lines)) == n
-    if n:
-        assert "\t" in lines[-1], "the output ends right after the last question"
+    assert_question_count(lines, n)
     stories = replay(task, lines)
     per_story = PER_STORY[task]
     counts = [sum(line.is_question for line in story) for story in stories]
@@ -399,25 +386,20 @@ def test_format_and_story_shape(task: int, generated: dict[int, list[str]]) -> N
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# statistics against the released files (see tests/test_babi_generator_more.py for how tolerances are set)
+# statistics against the released files (tests/babi_story_checks.py says how the tolerances are set)
 
 
-def _file(task: int, split: str) -> str:
-    return f"qa{task}_{TASK_NAMES[task]}_{split}.txt"
+def _files(task: int, folder: str = "en") -> dict[str, Path]:
+    return {split: released_path(task, TASK_NAMES[task], split, folder) for split in ("train", "test")}
 
 
 @functools.cache
 def _real_lines(task: int) -> dict[str, list[str]] | None:
-    files = {split: REAL_DIR / "en" / _file(task, split) for split in ("train", "test")}
-    if not all(path.is_file() for path in files.values()):
-        return None
-    return {split: path.read_text(encoding="ascii").splitlines(keepends=True) for split, path in files.items()}
+    return read_released(_files(task), list)
 
 
 def _real_or_skip(task: int) -> dict[str, Stories]:
-    real = _real_lines(task)
-    if real is None:
-        pytest.skip(f"released bAbI files (en set) not found under {REAL_DIR}; set BABI_REAL_DIR")
+    real = released_or_skip(_real_lines(task))
     return {split: parse_task(task, lines) for split, lines in real.items()}
 
 
@@ -440,29 +422,29 @@ def test_replay_accepts_released_files(task: int) -> None:
 def test_vocabulary_matches_released_files(task: int, generated: dict[int, list[str]]) -> None:
     _real_or_skip(task)
     real_text = "".join("".join(lines) for lines in _real_lines(task).values())
-    assert set(re.findall(r"[A-Za-z]+", "".join(generated[task]))) == set(re.findall(r"[A-Za-z]+", real_text))
+    assert words("".join(generated[task])) == words(real_text)
 
 
 def _questions_per_story(stories: Stories) -> dict[int, float]:
-    return _distribution([sum(line.is_question for line in story) for story in stories[:-1]])
+    return distribution([sum(line.is_question for line in story) for story in stories[:-1]])
 
 
 @pytest.mark.parametrize("task", TASKS)
 def test_story_length_and_questions_per_story(task: int, ours: dict[int, Stories]) -> None:
     real = _real_or_skip(task)
     pooled = real["train"] + real["test"]
-    length_gap = _yardstick(real, lambda a, b: abs(_story_length(a) - _story_length(b)))
-    assert abs(_story_length(ours[task]) - _story_length(pooled)) <= SPREAD_FACTOR * length_gap
+    length_gap = yardstick(real, lambda a, b: abs(story_length(a) - story_length(b)))
+    assert abs(story_length(ours[task]) - story_length(pooled)) <= SPREAD_FACTOR * length_gap
     mine = _questions_per_story(ours[task])
     if task != 18:
         assert mine == {PER_STORY[task]: 1.0}
-    count_gap = _yardstick(real, lambda a, b: _max_gap(_questions_per_story(a), _questions_per_story(b)))
-    assert _max_gap(mine, _questions_per_story(pooled)) <= SPREAD_FACTOR * count_gap
+    count_gap = yardstick(real, lambda a, b: max_gap(_questions_per_story(a), _questions_per_story(b)))
+    assert max_gap(mine, _questions_per_story(pooled)) <= SPREAD_FACTOR * count_gap
 
 
 @pytest.mark.parametrize("task", TASKS)
 def test_answer_distribution(task: int, ours: dict[int, Stories]) -> None:
-    assert_distribution_matches(_real_or_skip(task), ours[task], _answers)
+    assert_distribution_matches(_real_or_skip(task), ours[task], answer_distribution)
 
 
 SUPPORTS = {4: 1, 17: 2, 18: 2, 19: 2}
@@ -482,12 +464,12 @@ def _subject_roles(stories: Stories) -> dict[str, float]:
                  if not line.is_question]
         (middle,) = {facts[0][0], facts[0][2]} & {facts[1][0], facts[1][2]}
         roles += ["middle" if subject == middle else "end" for subject, _, _ in facts]
-    return _distribution(roles)
+    return distribution(roles)
 
 
 @pytest.mark.parametrize("task", (4, 17))
 def test_which_place_statements_name_first(task: int, ours: dict[int, Stories]) -> None:
-    assert_within_spread(_real_or_skip(task), ours[task], lambda a, b: _max_gap(_subject_roles(a), _subject_roles(b)))
+    assert_within_spread(_real_or_skip(task), ours[task], lambda a, b: max_gap(_subject_roles(a), _subject_roles(b)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -507,7 +489,7 @@ def _path_story(story: list[Line]) -> tuple[list[tuple[str, str, str]], tuple[in
 
 def _path_positions(stories: Stories) -> dict[tuple[int, int], float]:
     """Where the two path statements stand among the five statements (the pair of positions)."""
-    return _distribution([tuple(sorted(_path_story(story)[1])) for story in stories])
+    return distribution([tuple(sorted(_path_story(story)[1])) for story in stories])
 
 
 def _rooms_named_before(stories: Stories) -> dict[int, float]:
@@ -520,7 +502,7 @@ def _rooms_named_before(stories: Stories) -> dict[int, float]:
             count += bool(named & {subject, obj})
             named |= {subject, obj}
         counts.append(count)
-    return _distribution(counts)
+    return distribution(counts)
 
 
 def _path_subjects(stories: Stories) -> dict[str, float]:
@@ -546,19 +528,19 @@ def test_path_statement_positions(ours: dict[int, Stories]) -> None:
     """The files tell the path statements late (the last statement is a path step in 57% of stories): total
     variation distance of the pair of positions to the pooled released files."""
     assert_within_spread(_real_or_skip(19), ours[19],
-                         lambda a, b: _total_variation(_path_positions(a), _path_positions(b)))
+                         lambda a, b: total_variation(_path_positions(a), _path_positions(b)))
 
 
 def test_path_statements_name_rooms_told_before(ours: dict[int, Stories]) -> None:
     """The files seldom tell a map as a walk (all four statements after the first name a room named before in 21%
     of stories, against 36% for a shuffle): total variation distance to the pooled released files."""
     assert_within_spread(_real_or_skip(19), ours[19],
-                         lambda a, b: _total_variation(_rooms_named_before(a), _rooms_named_before(b)))
+                         lambda a, b: total_variation(_rooms_named_before(a), _rooms_named_before(b)))
 
 
 def test_which_room_path_statements_name_first(ours: dict[int, Stories]) -> None:
     assert_within_spread(_real_or_skip(19), ours[19],
-                         lambda a, b: _max_gap(_path_subjects(a), _path_subjects(b)))
+                         lambda a, b: max_gap(_path_subjects(a), _path_subjects(b)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -582,7 +564,7 @@ def _different_questions(stories: Stories, by: str) -> dict[int, float]:
         if len(run) == SIZE_BLOCK:
             claims = [_claims(line) for line in run]
             counts.append(len({frozenset(c) for c in claims} if by == "pair" else set(claims)))
-    return _distribution(counts)
+    return distribution(counts)
 
 
 def _later_tellings_cited(stories: Stories) -> dict[str, float]:
@@ -608,12 +590,12 @@ def test_size_questions_ask_few_different_things(by: str, ours: dict[int, Storie
     """The files' five questions concentrate on few pairs and few questions (57% of stories ask about one pair
     only): total variation distance to the pooled released files."""
     assert_within_spread(_real_or_skip(18), ours[18],
-                         lambda a, b: _total_variation(_different_questions(a, by), _different_questions(b, by)))
+                         lambda a, b: total_variation(_different_questions(a, by), _different_questions(b, by)))
 
 
 def test_size_questions_cite_later_tellings(ours: dict[int, Stories]) -> None:
     assert_within_spread(_real_or_skip(18), ours[18],
-                         lambda a, b: _max_gap(_later_tellings_cited(a), _later_tellings_cited(b)))
+                         lambda a, b: max_gap(_later_tellings_cited(a), _later_tellings_cited(b)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -657,11 +639,7 @@ STOP_STATISTICS = {"stopped stories": _stop_share, "questions of a stopped block
 @functools.cache
 def _real_10k_stories() -> dict[str, Stories] | None:
     """Whole stories (the last one of each file may be cut short) of the en-10k task-18 files."""
-    files = {split: REAL_DIR / "en-10k" / _file(18, split) for split in ("train", "test")}
-    if not all(path.is_file() for path in files.values()):
-        return None
-    return {split: parse_task(18, path.read_text(encoding="ascii").splitlines(keepends=True))[:-1]
-            for split, path in files.items()}
+    return read_released(_files(18, "en-10k"), lambda lines: parse_task(18, lines)[:-1])
 
 
 @pytest.mark.parametrize("statistic", STOP_STATISTICS)
@@ -669,11 +647,9 @@ def test_size_blocks_stop_early_as_often_as_in_the_files(statistic: str, ours: d
     """Of the files' 2,175 whole stories 36 have a block that stops after one to four questions (3.2 on average);
     the story then goes on with five statements and a last block of five questions. Each statistic is compared with
     the pooled en-10k files within 1.5 times their own spread."""
-    real = _real_10k_stories()
-    if real is None:
-        pytest.skip(f"released bAbI files (en-10k set) not found under {REAL_DIR}; set BABI_REAL_DIR")
+    real = released_or_skip(_real_10k_stories(), "en-10k")
     measure = STOP_STATISTICS[statistic]
     mine = measure(ours[18][:-1])
     pooled = measure(real["train"] + real["test"])
-    tolerance = SPREAD_FACTOR * _yardstick(real, lambda a, b: abs(measure(a) - measure(b)))
+    tolerance = SPREAD_FACTOR * yardstick(real, lambda a, b: abs(measure(a) - measure(b)))
     assert abs(mine - pooled) <= tolerance, (mine, pooled, tolerance)
