@@ -176,3 +176,21 @@ def test_experiment_0_rows_give_the_papers_finding_for_the_lstm_only(tmp_path):
     assert "final RECALL at chance" in rows["stream_lstm"]
     ours = next(line for model, line in rows.items() if model.startswith("updater_extractor (width 64, 16 tokens"))
     assert ours.startswith("| seq2seq, stop-gradient |") and "– (Experiment 0 trains the LSTM only)" in ours
+
+
+def test_a_borrowed_train_file_is_named_only_where_the_run_trained_on_files(tmp_path):
+    """en-10k without task 3's training file: a run on the files trained on en's, which its row says; a run on
+    generated data that is also tested on the files did not, and its row does not say so."""
+    store = tmp_path / "results"
+    borrowed = "files: $HARNESS_DATA_DIR/babi/en-10k task 3; train file missing from en-10k; using en's"
+    generated = f"generator: bAbI task 3; also tested on {borrowed}"
+    for tag, source, data_source in (("f", "files", borrowed), ("g", "generator", generated)):
+        run = write_run(store, "babi", "tpr_rnn", 0, tag=tag, metrics={"test/acc": 0.9, "test/error": 0.1},
+                        task_cfg={"babi_id": 3, "source": source, "data_set": "en-10k"})
+        results = json.loads((run / "results.json").read_text())
+        results["data_source"] = data_source
+        (run / "results.json").write_text(json.dumps(results))
+    rows = [line for line in render(store).splitlines() if "`babi-tpr_rnn-cpu-s0-" in line and "| 3 |" in line]
+    by_tag = {line.rsplit("-", 1)[1].strip("` |"): line for line in rows}
+    assert "en-10k (files); en's train file" in by_tag["f"]
+    assert "en-10k (generator) |" in by_tag["g"] and "en's train file" not in by_tag["g"]
