@@ -194,3 +194,28 @@ def test_a_borrowed_train_file_is_named_only_where_the_run_trained_on_files(tmp_
     by_tag = {line.rsplit("-", 1)[1].strip("` |"): line for line in rows}
     assert "en-10k (files); en's train file" in by_tag["f"]
     assert "en-10k (generator) |" in by_tag["g"] and "en's train file" not in by_tag["g"]
+
+
+def test_ablations_on_generated_data_stand_beside_the_full_model_on_generated_data_only(tmp_path):
+    """An ablation trained on generated data (task 3 where en-10k lacks its training file) stands beside the full
+    model trained on generated data at its budget, not beside the run on the files; and, as it measures the model
+    rather than the data, it is left out of the generator-fidelity table."""
+    store = tmp_path / "results"
+    for tag, source, operations, error in (("f", "files", None, 0.7), ("g", "generator", None, 0.03),
+                                           ("h", "generator", ["write"], 0.14)):
+        path = write_run(store, "babi", "tpr_rnn", 0, tag=tag, task_cfg={"babi_id": 3, "source": source,
+                                                                          "data_set": "en-10k"},
+                         metrics={"test/acc": 1 - error, "test/error": error, "test_files/acc": 1 - error})
+        config = yaml.safe_load((path / "config.yaml").read_text())
+        config["train"].update(max_time_s=1200, early_stop_patience=20)
+        if operations:
+            config["model"]["operations"] = operations
+        (path / "config.yaml").write_text(yaml.safe_dump(config))
+    text = render(store)
+    ablations = text.split("Ablations of the memory operations")[1].split("\n\n")[1]
+    rows = [line for line in ablations.splitlines() if line.startswith("| 3 ")]
+    assert len(rows) == 2, rows
+    assert "| write + move + backlink | en-10k (generator) |" in rows[0] and "`babi-tpr_rnn-cpu-s0-g`" in rows[0]
+    assert "| write | en-10k (generator) |" in rows[1] and "> 5 (failed)" in rows[1]
+    fidelity = text.split("Generator fidelity:")[1].split("\n\n")[1]
+    assert "`babi-tpr_rnn-cpu-s0-g`" in fidelity and "`babi-tpr_rnn-cpu-s0-h`" not in fidelity
