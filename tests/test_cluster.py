@@ -267,8 +267,8 @@ def test_a_trial_sends_its_run_home_while_training_and_at_the_end_and_only_when_
     store, installs = DriverStore(str(tmp_path / "runs")), []
 
     def counted_install(key: str, payload: bytes) -> None:
-        installs.append(key)
         store.install(key, payload)
+        installs.append(key)  # counted once installed: the test thread reads the driver's copy as soon as it is
 
     key, local = "babi/lstm/r1", tmp_path / "node" / "babi" / "lstm" / "r1"
     sender = RunSender(store.fetch, counted_install, key, local, every_s=0.05)
