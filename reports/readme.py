@@ -177,10 +177,14 @@ def _operations(run: RunRecord) -> tuple[str, ...]:
     return tuple(cfg_get(run.config, "model.operations") or ALL_OPERATIONS)
 
 
+def _ablated(run: RunRecord) -> bool:
+    """Whether some of TPR-RNN's memory operations are left out (Table 3's ablations)."""
+    return set(_operations(run)) != set(ALL_OPERATIONS)
+
+
 def _babi_model(run: RunRecord) -> str:
     """The model's name, with its memory operations when some are ablated (Table 3)."""
-    operations = _operations(run)
-    return run.model if set(operations) == set(ALL_OPERATIONS) else f"{run.model} ({' + '.join(operations)})"
+    return f"{run.model} ({' + '.join(_operations(run))})" if _ablated(run) else run.model
 
 
 def ablation_lines(babi_groups: list[list[RunRecord]], papers: list[PaperSpec]) -> list[str]:
@@ -189,7 +193,7 @@ def ablation_lines(babi_groups: list[list[RunRecord]], papers: list[PaperSpec]) 
     def task_budget_source(group: list[RunRecord]) -> tuple[Any, str, Any]:
         return cfg_get(group[0].config, "task.babi_id"), _budget(group[0]), cfg_get(group[0].config, "task.source")
 
-    ablated = [group for group in babi_groups if set(_operations(group[0])) != set(ALL_OPERATIONS)]
+    ablated = [group for group in babi_groups if _ablated(group[0])]
     settings = {task_budget_source(group) for group in ablated}
     full = [group for group in babi_groups if group[0].model == "tpr_rnn" and group not in ablated
             and task_budget_source(group) in settings]
@@ -240,7 +244,7 @@ def fidelity_lines(babi_groups: list[list[RunRecord]]) -> list[str]:
     for group in babi_groups:
         run = group[0]
         official = _values(group, "test_files/acc")
-        if cfg_get(run.config, "task.source") != "generator" or not official or _babi_model(run) != run.model:
+        if cfg_get(run.config, "task.source") != "generator" or not official or _ablated(run):
             continue
         generated = _values(group, "test/acc")
         rows.append([str(cfg_get(run.config, "task.babi_id")), run.model, str(run.profile), _budget(run),

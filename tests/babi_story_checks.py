@@ -183,11 +183,6 @@ class Rooms:
 # corrupted questions, which a replay must reject
 
 
-def first_question(lines: list[str]) -> int:
-    """The index of the first question line."""
-    return next(i for i, line in enumerate(lines) if "\t" in line)
-
-
 def corrupt_answer(line: str, answers: set[str]) -> str:
     """The question line with another of ``answers`` (the first in sorted order)."""
     head, answer, support = line.split("\t")

@@ -141,6 +141,15 @@ def test_an_rl_cell_names_its_rate_where_the_env_has_no_settings_and_the_policy_
     assert _setting(board) == "n 6, solution_length 1" and "evaluated" not in _training(board)
 
 
+def _set_budget_and_operations(path: Path, max_time_s: int, patience: int, operations: list[str] | None) -> None:
+    """A stored TPR-RNN run's config: its time cap, early-stopping patience and (when given) memory operations."""
+    config = yaml.safe_load((path / "config.yaml").read_text())
+    config["train"].update(max_time_s=max_time_s, early_stop_patience=patience)
+    if operations:
+        config["model"]["operations"] = operations
+    (path / "config.yaml").write_text(yaml.safe_dump(config))
+
+
 def test_ablations_stand_beside_the_full_model_at_their_own_budget(tmp_path):
     """Table 3's rows: each ablated run beside the full model's run of the same task and budget, not another."""
     store = tmp_path / "results"
@@ -148,11 +157,7 @@ def test_ablations_stand_beside_the_full_model_at_their_own_budget(tmp_path):
     for tag, operations, error in (("a", None, 0.105), ("b", None, 0.002), ("c", ["write"], 0.3)):
         path = write_run(store, "babi", "tpr_rnn", 0, tag=tag, metrics={"test/acc": 1 - error, "test/error": error},
                          task_cfg={"babi_id": 10, "source": "files", "data_set": "en-10k"})
-        config = yaml.safe_load((path / "config.yaml").read_text())
-        config["train"].update(max_time_s=budgets[tag][0], early_stop_patience=budgets[tag][1])
-        if operations:
-            config["model"]["operations"] = operations
-        (path / "config.yaml").write_text(yaml.safe_dump(config))
+        _set_budget_and_operations(path, *budgets[tag], operations)
     section = render(store).split("Ablations of the memory operations")[1].split("\n\n")[1]
     rows = [line for line in section.splitlines() if line.startswith("| 10 ")]
     assert len(rows) == 2, rows
@@ -206,11 +211,7 @@ def test_ablations_on_generated_data_stand_beside_the_full_model_on_generated_da
         path = write_run(store, "babi", "tpr_rnn", 0, tag=tag, task_cfg={"babi_id": 3, "source": source,
                                                                           "data_set": "en-10k"},
                          metrics={"test/acc": 1 - error, "test/error": error, "test_files/acc": 1 - error})
-        config = yaml.safe_load((path / "config.yaml").read_text())
-        config["train"].update(max_time_s=1200, early_stop_patience=20)
-        if operations:
-            config["model"]["operations"] = operations
-        (path / "config.yaml").write_text(yaml.safe_dump(config))
+        _set_budget_and_operations(path, 1200, 20, operations)
     text = render(store)
     ablations = text.split("Ablations of the memory operations")[1].split("\n\n")[1]
     rows = [line for line in ablations.splitlines() if line.startswith("| 3 ")]
