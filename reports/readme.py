@@ -91,6 +91,28 @@ def groups(runs: list[RunRecord], task: str) -> list[list[RunRecord]]:
     return [sorted(group, key=lambda run: natural_key(str(run.seed))) for group in ordered]
 
 
+Diverged = dict[tuple[str, str], list[RunRecord]]
+
+
+def diverged_runs(runs: list[RunRecord], task: str) -> Diverged:
+    """The diverged runs of ``task`` (a non-finite loss ended them before their test), by model and configuration,
+    so that a table of the completed seeds of a configuration can say how many seeds it lost."""
+    found: Diverged = {}
+    for run in runs:
+        if run.task == task and run.status == "diverged":
+            found.setdefault((run.model, config_fingerprint(run)), []).append(run)
+    return found
+
+
+def _seeds_and_ids(group: list[RunRecord], diverged: Diverged) -> tuple[str, str]:
+    """A table's seeds and runs cells: the completed seeds of ``group`` and the diverged ones of its configuration,
+    which have no test error and are named as such (``3 (1 diverged)``)."""
+    lost = sorted(diverged.get((group[0].model, config_fingerprint(group[0])), []),
+                  key=lambda run: natural_key(str(run.seed)))
+    seeds = f"{len(group) + len(lost)} ({len(lost)} diverged)" if lost else str(len(group))
+    return seeds, ", ".join([_ids(group), *(f"`{run.run_id}` (diverged)" for run in lost)])
+
+
 def published(papers: list[PaperSpec], runs: list[RunRecord], metric: str, scale: float = 1.0) -> str:
     """The paper's number for these runs' task, model and row, when the runs share its settings; else the
     paper's number with what differs; '–' when no paper reports it."""
@@ -148,28 +170,41 @@ def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     single = [group for group in groups(runs, "babi") if not _all_tasks(group)]
     order = sorted(single, key=lambda g: (g[0].model, int(cfg_get(g[0].config, "task.babi_id") or 0),
                                           _babi_data(g[0]), natural_key(g[0].run_id)))
+    diverged = diverged_runs(runs, "babi")
     for group in order:
         run = group[0]
-        error = _mean_sd(_values(group, "test/error"), 100, 2)
+        error, (seeds, ids) = _mean_sd(_values(group, "test/error"), 100, 2), _seeds_and_ids(group, diverged)
         rows.append([str(cfg_get(run.config, "task.babi_id")), _babi_model(run), _babi_data(run), str(run.profile),
-                     _budget(run), str(len(group)), error, published(papers, group, "test/error"),
-                     _count(group, "steps"), _throughput(group), _minutes(group), _ids(group)])
+                     _budget(run), seeds, error, published(papers, group, "test/error"),
+                     _count(group, "steps"), _throughput(group), _minutes(group), ids])
     header = ["bAbI task", "model", "data", "profile", "budget", "seeds", "test error %", "paper (Table 2)", "steps",
               "train examples/s", "wall time", "runs"]
     joint = [group for group in groups(runs, "babi") if _all_tasks(group)]
     return ["### bAbI (Schlag & Schmidhuber 2018, Table 2)", "", *_table(header, rows), *fidelity_lines(order),
-            *ablation_lines(order, papers), *all_tasks_lines(joint, papers)]
+            *ablation_lines(order, papers, diverged), *all_tasks_lines(joint, papers)]
 
 
 ALL_OPERATIONS = ("write", "move", "backlink")
 
 
+def _table3(papers: list[PaperSpec]) -> TableSpec | None:
+    """Schlag & Schmidhuber 2018, Table 3 (``reports/papers/tpr_rnn.yaml``), when the papers have it."""
+    return next((table for paper in papers if paper.name == "tpr_rnn" for table in paper.tables
+                 if table.id == "table3"), None)
+
+
 def table3_failed(papers: list[PaperSpec]) -> dict[tuple[int, tuple[str, ...]], bool]:
-    """Schlag & Schmidhuber 2018, Table 3, from ``reports/papers/tpr_rnn.yaml``: (bAbI task, operations) -> whether
-    that ablation failed the task (test error > 5%). The full model (all three) fails none there."""
+    """Table 3: (bAbI task, operations) -> whether that ablation failed the task (test error > 5%). The full
+    model (all three) fails none there."""
+    table = _table3(papers)
     return {(int(row["babi_id"]), tuple(row["settings"]["model.operations"])): row["tpr_rnn"] == ["above"]
-            for paper in papers if paper.name == "tpr_rnn" for table in paper.tables if table.id == "table3"
-            for row in table.rows}
+            for row in (table.rows if table else [])}
+
+
+def table3_line(papers: list[PaperSpec]) -> float:
+    """Table 3's line between passing and failing a task, as a fraction (its ``verdict_above`` of 5%)."""
+    table = _table3(papers)
+    return table.verdict_above / table.scale if table and table.verdict_above is not None else 0.05
 
 
 def _operations(run: RunRecord) -> tuple[str, ...]:
@@ -187,7 +222,13 @@ def _babi_model(run: RunRecord) -> str:
     return f"{run.model} ({' + '.join(_operations(run))})" if _ablated(run) else run.model
 
 
-def ablation_lines(babi_groups: list[list[RunRecord]], papers: list[PaperSpec]) -> list[str]:
+def _agreement(verdicts: list[bool]) -> str:
+    """``N of the M`` for a list of agree/disagree verdicts."""
+    return f"{sum(verdicts)} of the {len(verdicts)}"
+
+
+def ablation_lines(babi_groups: list[list[RunRecord]], papers: list[PaperSpec],
+                   diverged: Diverged | None = None) -> list[str]:
     """Table 3's ablations (``model.operations``, ``sweeps/babi_tpr_rnn_ablations_cpu.yaml``) beside the full model's
     runs of the same tasks at the same budget on the same data source; nothing when there are none."""
     def task_budget_source(group: list[RunRecord]) -> tuple[Any, str, Any]:
@@ -197,22 +238,29 @@ def ablation_lines(babi_groups: list[list[RunRecord]], papers: list[PaperSpec]) 
     settings = {task_budget_source(group) for group in ablated}
     full = [group for group in babi_groups if group[0].model == "tpr_rnn" and group not in ablated
             and task_budget_source(group) in settings]
-    failed_in_paper, rows = table3_failed(papers), []
+    failed_in_paper, line, rows = table3_failed(papers), table3_line(papers), []
+    agreed: dict[bool, list[bool]] = {True: [], False: []}
     for group in sorted(ablated + full, key=lambda g: (int(cfg_get(g[0].config, "task.babi_id")), _budget(g[0]),
                                                         -len(_operations(g[0])), _operations(g[0]))):
         run = group[0]
         babi_id, operations = int(cfg_get(run.config, "task.babi_id")), _operations(run)
-        failed = failed_in_paper.get((babi_id, operations), False)
+        failed, errors = failed_in_paper.get((babi_id, operations), False), _values(group, "test/error")
+        agrees = bool(errors) and (statistics.fmean(errors) > line) == failed
+        if errors:
+            agreed[_ablated(run)].append(agrees)
+        seeds, ids = _seeds_and_ids(group, diverged or {})
         rows.append([str(babi_id), " + ".join(operations), _babi_data(run), str(run.profile), _budget(run),
-                     str(len(group)),
-                     _mean_sd(_values(group, "test/error"), 100, 2), "> 5 (failed)" if failed else "< 5",
-                     _minutes(group), _ids(group)])
+                     seeds, _mean_sd(errors, 100, 2), "> 5 (failed)" if failed else "< 5",
+                     ("yes" if agrees else "no") if errors else "–", _minutes(group), ids])
     if not ablated:
         return []
     header = ["bAbI task", "operations", "data", "profile", "budget", "seeds", "test error %", "paper (Table 3)",
-              "wall time", "runs"]
+              "agrees", "wall time", "runs"]
     return ["", "Ablations of the memory operations (Table 3; `model.operations`): the paper reports which tasks "
-            "each variant fails (test error > 5%), not the errors.", "", *_table(header, rows)]
+            "each variant fails (test error > 5%), not the errors. A row agrees when the mean of its seeds' errors "
+            "(of those that completed: a diverged seed ended on a non-finite loss, untested) "
+            f"falls on the paper's side of 5%: {_agreement(agreed[True])} rows of ablated variants agree, as do "
+            f"{_agreement(agreed[False])} rows of the full model beside them.", "", *_table(header, rows)]
 
 
 def all_tasks_lines(joint_groups: list[list[RunRecord]], papers: list[PaperSpec]) -> list[str]:
