@@ -22,6 +22,7 @@ from reports.store import (
     RunRecord,
     base_label,
     cfg_get,
+    config_fingerprint,
     main_group,
     natural_key,
     per_seed,
@@ -326,6 +327,11 @@ def compare_cell(runs: list[RunRecord], table: TableSpec, row: dict[str, Any], m
             alternatives.append(f"{variant_label(other_runs[0])}: {fmt(other_mean, d)} (n={len(other_runs)})")
         cell["note"] = f"+{len(others)} other config{'s' if len(others) > 1 else ''}"
         cell["alternatives"] = "; ".join(alternatives)
+    fingerprint = chosen[0].fingerprint or config_fingerprint(chosen[0])
+    lost = [run for run in candidates if run.status == "diverged"
+            and (run.fingerprint or config_fingerprint(run)) == fingerprint]
+    if lost:  # seeds of the same configuration that ended on a non-finite loss: untested, outside the mean
+        cell["note"] = "; ".join(filter(None, [cell["note"], f"{len(lost)} more diverged"]))
     if verdict is not None:
         agrees = (mean > table.verdict_above) == (verdict == "above")
         cell.update(diff="same side" if agrees else "other side", css="match-green" if agrees else "match-red")

@@ -111,3 +111,16 @@ def test_a_long_list_of_unlike_runs_folds_into_one_line(tmp_path):
     assert '<details class="beside"><summary>beside: 3 other configurations</summary>' in paper
     assert "n_train 1000 ≠ 250000: 50.0 (n=1, yours)<br>" in paper
     assert '<span class="beside">beside: n_train' not in paper
+
+
+def test_a_diverged_seed_of_the_cells_configuration_is_counted_outside_its_mean(tmp_path):
+    """A seed that ended on a non-finite loss has no test metric: the cell's mean is over the completed seeds and
+    its note says how many more of the same configuration diverged."""
+    runs = tmp_path / "runs"
+    write_run(runs, "relations_game", "predinet", 0, task_cfg=SAME,
+              metrics={"test/acc": 0.9, "test_hexominoes/acc": 0.9, "test_stripes/acc": 0.9})
+    write_run(runs, "relations_game", "predinet", 1, task_cfg=SAME, status="diverged", error="non-finite loss")
+    out = tmp_path / "site"
+    build_report(runs, out, files_root=tmp_path)
+    paper = (out / "predinet.html").read_text()
+    assert "(n=1; 1 more diverged)" in paper
