@@ -395,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; the same command resumes the run", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`harness validate ... | head -1`): stop quietly, as `head` asks
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush cannot fail again
+        return 1
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -420,3 +422,17 @@ def test_mistake_through_the_real_entry_point(name: str, env: dict[str, str], tm
     args, runs = _prepare(mistake, tmp_path, monkeypatch, shared_cache)
     done = run_cli(args, dict(os.environ), timeout=120)
     _check(mistake, tmp_path, done.returncode, done.stdout, done.stderr, runs)
+
+
+def test_a_reader_that_goes_away_stops_the_command_quietly(env: dict[str, str]) -> None:
+    """``harness validate ... | head -1``: once the reader has closed the pipe, the command stops without a
+    traceback (and without Python's 'Exception ignored' line when it flushes at exit)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write to stdout now fails with EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "harness.cli", "validate", "--task", "babi", "--model", "lstm",
+                               "--profile", "smoke"], cwd=ROOT, env={**os.environ, **env}, stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1 and done.stderr == "", done.stderr
