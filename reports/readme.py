@@ -81,30 +81,32 @@ def _count(runs: list[RunRecord], key: str, within: str | None = None) -> str:
     return f"{statistics.fmean(values):,.0f}" if values else "–"
 
 
-def groups(runs: list[RunRecord], task: str) -> list[list[RunRecord]]:
-    """The completed runs of ``task``, one group per configuration (seeds pooled), ordered by model and id."""
-    by_config: dict[tuple[str, str], list[RunRecord]] = {}
+ByConfig = dict[tuple[str, str], list[RunRecord]]
+
+
+def _by_config(runs: list[RunRecord], task: str, status: str) -> ByConfig:
+    """The runs of ``task`` with ``status``, by model and configuration (seeds pooled)."""
+    found: ByConfig = {}
     for run in runs:
-        if run.task == task and run.status == "completed":
-            by_config.setdefault((run.model, config_fingerprint(run)), []).append(run)
-    ordered = sorted(by_config.values(), key=lambda g: (g[0].model, natural_key(g[0].run_id)))
-    return [sorted(group, key=lambda run: natural_key(str(run.seed))) for group in ordered]
-
-
-Diverged = dict[tuple[str, str], list[RunRecord]]
-
-
-def diverged_runs(runs: list[RunRecord], task: str) -> Diverged:
-    """The diverged runs of ``task`` (a non-finite loss ended them before their test), by model and configuration,
-    so that a table of the completed seeds of a configuration can say how many seeds it lost."""
-    found: Diverged = {}
-    for run in runs:
-        if run.task == task and run.status == "diverged":
+        if run.task == task and run.status == status:
             found.setdefault((run.model, config_fingerprint(run)), []).append(run)
     return found
 
 
-def _seeds_and_ids(group: list[RunRecord], diverged: Diverged) -> tuple[str, str]:
+def groups(runs: list[RunRecord], task: str) -> list[list[RunRecord]]:
+    """The completed runs of ``task``, one group per configuration (seeds pooled), ordered by model and id."""
+    ordered = sorted(_by_config(runs, task, "completed").values(),
+                     key=lambda g: (g[0].model, natural_key(g[0].run_id)))
+    return [sorted(group, key=lambda run: natural_key(str(run.seed))) for group in ordered]
+
+
+def diverged_runs(runs: list[RunRecord], task: str) -> ByConfig:
+    """The diverged runs of ``task`` (a non-finite loss ended them before their test), by model and configuration,
+    so that a table of the completed seeds of a configuration can say how many seeds it lost."""
+    return _by_config(runs, task, "diverged")
+
+
+def _seeds_and_ids(group: list[RunRecord], diverged: ByConfig) -> tuple[str, str]:
     """A table's seeds and runs cells: the completed seeds of ``group`` and the diverged ones of its configuration,
     which have no test error and are named as such (``3 (1 diverged)``)."""
     lost = sorted(diverged.get((group[0].model, config_fingerprint(group[0])), []),
@@ -228,7 +230,7 @@ def _agreement(verdicts: list[bool]) -> str:
 
 
 def ablation_lines(babi_groups: list[list[RunRecord]], papers: list[PaperSpec],
-                   diverged: Diverged | None = None) -> list[str]:
+                   diverged: ByConfig | None = None) -> list[str]:
     """Table 3's ablations (``model.operations``, ``sweeps/babi_tpr_rnn_ablations_cpu.yaml``) beside the full model's
     runs of the same tasks at the same budget on the same data source; nothing when there are none."""
     def task_budget_source(group: list[RunRecord]) -> tuple[Any, str, Any]:

@@ -136,6 +136,11 @@ def config_fingerprint(run: RunRecord) -> str:
     return hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest()[:12]
 
 
+def fingerprint_of(run: RunRecord) -> str:
+    """The run's configuration fingerprint: the one the store set on loading, else computed now."""
+    return run.fingerprint or config_fingerprint(run)
+
+
 def base_label(run: RunRecord) -> str:
     """The short name of a run's configuration: task variant, protocol, RL algorithm and profile."""
     parts = []
@@ -195,7 +200,7 @@ def main_group(runs: list[RunRecord]) -> tuple[list[RunRecord], list[list[RunRec
     first), then the most steps, then the latest. Returns (main group, the other groups)."""
     groups: dict[str, list[RunRecord]] = {}
     for run in runs:
-        groups.setdefault(run.fingerprint or config_fingerprint(run), []).append(run)
+        groups.setdefault(fingerprint_of(run), []).append(run)
 
     def rank(group: list[RunRecord]) -> tuple[Any, ...]:
         completed = {str(r.seed) for r in group if r.status == "completed"}

@@ -22,7 +22,7 @@ from reports.store import (
     RunRecord,
     base_label,
     cfg_get,
-    config_fingerprint,
+    fingerprint_of,
     main_group,
     natural_key,
     per_seed,
@@ -327,9 +327,7 @@ def compare_cell(runs: list[RunRecord], table: TableSpec, row: dict[str, Any], m
             alternatives.append(f"{variant_label(other_runs[0])}: {fmt(other_mean, d)} (n={len(other_runs)})")
         cell["note"] = f"+{len(others)} other config{'s' if len(others) > 1 else ''}"
         cell["alternatives"] = "; ".join(alternatives)
-    fingerprint = chosen[0].fingerprint or config_fingerprint(chosen[0])
-    lost = [run for run in candidates if run.status == "diverged"
-            and (run.fingerprint or config_fingerprint(run)) == fingerprint]
+    lost = [run for run in candidates if run.status == "diverged" and fingerprint_of(run) == fingerprint_of(chosen[0])]
     if lost:  # seeds of the same configuration that ended on a non-finite loss: untested, outside the mean
         cell["note"] = "; ".join(filter(None, [cell["note"], f"{len(lost)} more diverged"]))
     if verdict is not None:
