@@ -26,7 +26,18 @@ from reports.markdown import table as _table
 from reports.papers import PaperSpec, TableSpec, load_papers
 from reports.perf import speed_section
 from reports.settings import differences
-from reports.store import CURRICULUM, REFERENCE, RunRecord, cfg_get, config_fingerprint, load_stores, natural_key
+from reports.store import (
+    CURRICULUM,
+    REFERENCE,
+    RunRecord,
+    cfg_get,
+    config_fingerprint,
+    differing_keys,
+    flatten,
+    load_stores,
+    natural_key,
+    shown_value,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -167,16 +178,37 @@ def _all_tasks(group: list[RunRecord]) -> bool:
     return str(cfg_get(group[0].config, "task.babi_id")) == "all"
 
 
+def told_apart(configurations: list[list[RunRecord]], row_key: Callable[[RunRecord], tuple[str, ...]]) -> list[str]:
+    """For each configuration, the settings that tell it apart from those whose rows would otherwise read alike
+    (the same ``row_key``), e.g. ``lr 0.003``; '' for a configuration whose row is already its own."""
+    alike: dict[tuple[str, ...], list[int]] = {}
+    for index, group in enumerate(configurations):
+        alike.setdefault(row_key(group[0]), []).append(index)
+    apart = [""] * len(configurations)
+    for indices in (indices for indices in alike.values() if len(indices) > 1):
+        flat = [flatten(configurations[index][0].config) for index in indices]
+        keys = differing_keys(flat)
+        for index, values in zip(indices, flat, strict=True):
+            apart[index] = ", ".join(f"{key.rsplit('.', 1)[-1]} {shown_value(values.get(key))}" for key in keys)
+    return apart
+
+
+def _babi_row_key(run: RunRecord) -> tuple[str, ...]:
+    """What a row of the bAbI list shows of a configuration: task, model, data, profile and budget."""
+    return str(cfg_get(run.config, "task.babi_id")), _babi_model(run), _babi_data(run), str(run.profile), _budget(run)
+
+
 def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     rows = []
     single = [group for group in groups(runs, "babi") if not _all_tasks(group)]
     order = sorted(single, key=lambda g: (g[0].model, int(cfg_get(g[0].config, "task.babi_id") or 0),
                                           _babi_data(g[0]), natural_key(g[0].run_id)))
     diverged = diverged_runs(runs, "babi")
-    for group in order:
+    for group, apart in zip(order, told_apart(order, _babi_row_key), strict=True):
         run = group[0]
         error, (seeds, ids) = _mean_sd(_values(group, "test/error"), 100, 2), _seeds_and_ids(group, diverged)
-        rows.append([str(cfg_get(run.config, "task.babi_id")), _babi_model(run), _babi_data(run), str(run.profile),
+        model = f"{_babi_model(run)} ({apart})" if apart else _babi_model(run)
+        rows.append([str(cfg_get(run.config, "task.babi_id")), model, _babi_data(run), str(run.profile),
                      _budget(run), seeds, error, published(papers, group, "test/error"),
                      _count(group, "steps"), _throughput(group), _minutes(group), ids])
     header = ["bAbI task", "model", "data", "profile", "budget", "seeds", "test error %", "paper (Table 2)", "steps",

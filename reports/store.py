@@ -179,16 +179,23 @@ def assign_variants(runs: list[RunRecord], max_keys: int = 3) -> None:
         if len({run.fingerprint for run in group}) < 2:
             continue
         flat = {run.rel_path: flatten(run.config) for run in group}
-        keys = sorted({key for values in flat.values() for key in values})
-        differing = [key for key in keys if key != "seed" and not key.startswith(IGNORED_KEYS[1])
-                     and len({values.get(key) for values in flat.values()}) > 1]
+        differing = differing_keys(list(flat.values()))
         for run in group:
-            shown = [f"{key}={_shown(flat[run.rel_path].get(key))}" for key in differing[:max_keys]]
+            shown = [f"{key}={shown_value(flat[run.rel_path].get(key))}" for key in differing[:max_keys]]
             more = " …" if len(differing) > max_keys else ""
             run.variant = f"{run.variant} {{{', '.join(shown)}{more}}}"
 
 
-def _shown(encoded: str | None) -> str:
+def differing_keys(flat_configs: list[dict[str, str]]) -> list[str]:
+    """The config entries (dotted, sorted) whose values differ among these flattened configs, seeds and tracking
+    settings left out: what tells their configurations apart."""
+    keys = sorted({key for values in flat_configs for key in values})
+    return [key for key in keys if key != "seed" and not key.startswith(IGNORED_KEYS[1])
+            and len({values.get(key) for values in flat_configs}) > 1]
+
+
+def shown_value(encoded: str | None) -> str:
+    """A flattened config value as a reader writes it: strings bare, anything else as JSON, a missing one 'unset'."""
     if encoded is None:
         return "unset"
     value = json.loads(encoded)

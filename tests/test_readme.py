@@ -202,6 +202,22 @@ def test_a_diverged_seed_is_counted_and_named_beside_its_configurations_complete
     assert "| 18 | write + move + backlink |" in table and "| 1 | 3.00 |" in table
 
 
+def test_configurations_whose_rows_would_read_alike_name_the_settings_that_tell_them_apart(tmp_path):
+    """Three runs of one model on one task at one budget that differ only in the learning rate would give three
+    rows a reader cannot tell apart: each names its learning rate. A configuration with a row of its own (another
+    task) names nothing."""
+    store = tmp_path / "results"
+    for tag, babi_id, lr in (("a", 1, 0.001), ("b", 1, 0.003), ("c", 1, 0.01), ("d", 2, 0.003)):
+        path = write_run(store, "babi", "ll_rnn", 0, tag=tag, metrics={"test/acc": 0.5, "test/error": 0.5},
+                         task_cfg={"babi_id": babi_id, "source": "files", "data_set": "en-10k"})
+        config = yaml.safe_load((path / "config.yaml").read_text())
+        config["optim"]["lr"] = lr
+        (path / "config.yaml").write_text(yaml.safe_dump(config))
+    rows = [line for line in render(store).splitlines() if line.startswith(("| 1 | ll_rnn", "| 2 | ll_rnn"))]
+    models = [row.split(" | ")[1] for row in rows]
+    assert sorted(models) == ["ll_rnn", "ll_rnn (lr 0.001)", "ll_rnn (lr 0.003)", "ll_rnn (lr 0.01)"], models
+
+
 def test_experiment_0_rows_give_the_papers_finding_for_the_lstm_only(tmp_path):
     """Experiment 0 (Moskvichev & Liu 2021, §7.1) trains LSTMs: another model's row of the recall task (its matrix
     cell) gets no finding of the paper's and no extractor the model does not have."""
