@@ -31,8 +31,8 @@ from reports.store import (
     REFERENCE,
     RunRecord,
     cfg_get,
-    config_fingerprint,
     differing_keys,
+    fingerprint_of,
     flatten,
     load_stores,
     natural_key,
@@ -100,7 +100,7 @@ def _by_config(runs: list[RunRecord], task: str, status: str) -> ByConfig:
     found: ByConfig = {}
     for run in runs:
         if run.task == task and run.status == status:
-            found.setdefault((run.model, config_fingerprint(run)), []).append(run)
+            found.setdefault((run.model, fingerprint_of(run)), []).append(run)
     return found
 
 
@@ -120,7 +120,7 @@ def diverged_runs(runs: list[RunRecord], task: str) -> ByConfig:
 def _seeds_and_ids(group: list[RunRecord], diverged: ByConfig) -> tuple[str, str]:
     """A table's seeds and runs cells: the completed seeds of ``group`` and the diverged ones of its configuration,
     which have no test error and are named as such (``3 (1 diverged)``)."""
-    lost = sorted(diverged.get((group[0].model, config_fingerprint(group[0])), []),
+    lost = sorted(diverged.get((group[0].model, fingerprint_of(group[0])), []),
                   key=lambda run: natural_key(str(run.seed)))
     seeds = f"{len(group) + len(lost)} ({len(lost)} diverged)" if lost else str(len(group))
     return seeds, ", ".join([_ids(group), *(f"`{run.run_id}` (diverged)" for run in lost)])

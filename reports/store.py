@@ -128,11 +128,16 @@ IGNORED_KEYS = ("seed", "tracking.")
 """Config entries that do not make two runs different experiments (seeds are what a group averages over)."""
 
 
+def is_setting(key: str) -> bool:
+    """Whether a flattened config entry makes two runs different experiments (not in ``IGNORED_KEYS``)."""
+    return key != IGNORED_KEYS[0] and not key.startswith(IGNORED_KEYS[1])
+
+
 def config_fingerprint(run: RunRecord) -> str:
     """Identical for runs that differ only in the seed (and tracking settings)."""
     if not run.config:
         return f"no-config:{run.rel_path}"
-    items = {k: v for k, v in flatten(run.config).items() if k != "seed" and not k.startswith(IGNORED_KEYS[1])}
+    items = {k: v for k, v in flatten(run.config).items() if is_setting(k)}
     return hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -190,8 +195,7 @@ def differing_keys(flat_configs: list[dict[str, str]]) -> list[str]:
     """The config entries (dotted, sorted) whose values differ among these flattened configs, seeds and tracking
     settings left out: what tells their configurations apart."""
     keys = sorted({key for values in flat_configs for key in values})
-    return [key for key in keys if key != "seed" and not key.startswith(IGNORED_KEYS[1])
-            and len({values.get(key) for values in flat_configs}) > 1]
+    return [key for key in keys if is_setting(key) and len({values.get(key) for values in flat_configs}) > 1]
 
 
 def shown_value(encoded: str | None) -> str:
