@@ -18,6 +18,7 @@ import difflib
 import json
 import statistics
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -180,7 +181,12 @@ def _all_tasks(group: list[RunRecord]) -> bool:
 
 def told_apart(configurations: list[list[RunRecord]], row_key: Callable[[RunRecord], tuple[str, ...]]) -> list[str]:
     """For each configuration, the settings that tell it apart from those whose rows would otherwise read alike
-    (the same ``row_key``), e.g. ``lr 0.003``; '' for a configuration whose row is already its own."""
+    (the same ``row_key``), e.g. ``lr 0.003``; '' for a configuration whose row is already its own.
+
+    A setting on which most of the alike configurations agree (one value held by more of them than any other)
+    is named only where a configuration departs from it, so five runs that each change one thing read as
+    ``lr 0.003``, ``hidden_size 64``, ... beside the one that changes nothing; without such a usual value every
+    configuration names its own."""
     alike: dict[tuple[str, ...], list[int]] = {}
     for index, group in enumerate(configurations):
         alike.setdefault(row_key(group[0]), []).append(index)
@@ -188,9 +194,30 @@ def told_apart(configurations: list[list[RunRecord]], row_key: Callable[[RunReco
     for indices in (indices for indices in alike.values() if len(indices) > 1):
         flat = [flatten(configurations[index][0].config) for index in indices]
         keys = differing_keys(flat)
+        usual = {key: _usual_value([values.get(key) for values in flat]) for key in keys}
         for index, values in zip(indices, flat, strict=True):
-            apart[index] = ", ".join(f"{key.rsplit('.', 1)[-1]} {shown_value(values.get(key))}" for key in keys)
+            apart[index] = ", ".join(f"{key.rsplit('.', 1)[-1]} {shown_value(values.get(key))}" for key in keys
+                                     if usual[key] is None or values.get(key) != usual[key])
     return apart
+
+
+def _settings_order(label: str) -> tuple[tuple[Any, ...], ...]:
+    """Sorts labels such as ``lr 0.003, hidden_size 64`` by setting name, then numerically where a value is a
+    number (0.003 before 0.01)."""
+    order = []
+    for setting in filter(None, label.split(", ")):
+        name, _, value = setting.partition(" ")
+        try:
+            order.append((name, 0, float(value), ""))
+        except ValueError:
+            order.append((name, 1, 0.0, value))
+    return tuple(order)
+
+
+def _usual_value(values: list[str | None]) -> str | None:
+    """The value more of ``values`` hold than any other, or None where two or more tie for the most."""
+    counts = Counter(values).most_common()
+    return counts[0][0] if len(counts) == 1 or counts[0][1] > counts[1][1] else None
 
 
 def _babi_row_key(run: RunRecord) -> tuple[str, ...]:
@@ -201,10 +228,16 @@ def _babi_row_key(run: RunRecord) -> tuple[str, ...]:
 def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     rows = []
     single = [group for group in groups(runs, "babi") if not _all_tasks(group)]
-    order = sorted(single, key=lambda g: (g[0].model, int(cfg_get(g[0].config, "task.babi_id") or 0),
-                                          _babi_data(g[0]), natural_key(g[0].run_id)))
+    def place(group: list[RunRecord]) -> tuple[Any, ...]:
+        return group[0].model, int(cfg_get(group[0].config, "task.babi_id") or 0), _babi_data(group[0])
+
+    order = sorted(single, key=lambda group: (*place(group), natural_key(group[0].run_id)))
+    # rows told apart by their settings follow the plain ones of their place, in the order of those settings
+    labelled = sorted(zip(order, told_apart(order, _babi_row_key), strict=True),
+                      key=lambda pair: (*place(pair[0]), pair[1] != "", _settings_order(pair[1])))
+    order = [group for group, _ in labelled]
     diverged = diverged_runs(runs, "babi")
-    for group, apart in zip(order, told_apart(order, _babi_row_key), strict=True):
+    for group, apart in labelled:
         run = group[0]
         error, (seeds, ids) = _mean_sd(_values(group, "test/error"), 100, 2), _seeds_and_ids(group, diverged)
         model = f"{_babi_model(run)} ({apart})" if apart else _babi_model(run)

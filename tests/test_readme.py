@@ -218,6 +218,27 @@ def test_configurations_whose_rows_would_read_alike_name_the_settings_that_tell_
     assert sorted(models) == ["ll_rnn", "ll_rnn (lr 0.001)", "ll_rnn (lr 0.003)", "ll_rnn (lr 0.01)"], models
 
 
+def test_alike_rows_name_only_where_they_depart_from_the_usual_setting_in_the_order_of_those_settings(tmp_path):
+    """Five configurations that each change one thing of a usual one (most of them share lr 0.001, the tanh
+    state and hidden size 32): the usual one reads as the bare model, the others name only what they change,
+    ordered by setting and numerically by value (0.003 before 0.01)."""
+    store = tmp_path / "results"
+    changes = {"e": {}, "d": {"optim.lr": 0.01}, "c": {"optim.lr": 0.003}, "b": {"model.hidden_size": 64},
+               "a": {"model.state_activation": "relu"}}
+    for tag, change in changes.items():
+        path = write_run(store, "babi", "ll_rnn", 0, tag=tag, metrics={"test/acc": 0.5, "test/error": 0.5},
+                         task_cfg={"babi_id": 1, "source": "files", "data_set": "en-10k"})
+        config = yaml.safe_load((path / "config.yaml").read_text())
+        settings = {"optim.lr": 0.001, "model.hidden_size": 32, "model.state_activation": "tanh", **change}
+        for key, value in settings.items():
+            section, name = key.split(".")
+            config.setdefault(section, {})[name] = value
+        (path / "config.yaml").write_text(yaml.safe_dump(config))
+    models = [line.split(" | ")[1] for line in render(store).splitlines() if line.startswith("| 1 | ll_rnn")]
+    assert models == ["ll_rnn", "ll_rnn (hidden_size 64)", "ll_rnn (lr 0.003)", "ll_rnn (lr 0.01)",
+                      "ll_rnn (state_activation relu)"], models
+
+
 def test_experiment_0_rows_give_the_papers_finding_for_the_lstm_only(tmp_path):
     """Experiment 0 (Moskvichev & Liu 2021, §7.1) trains LSTMs: another model's row of the recall task (its matrix
     cell) gets no finding of the paper's and no extractor the model does not have."""
