@@ -18,7 +18,6 @@ import difflib
 import json
 import statistics
 import sys
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,12 +31,12 @@ from reports.store import (
     REFERENCE,
     RunRecord,
     cfg_get,
-    differing_keys,
     fingerprint_of,
     flatten,
     load_stores,
     natural_key,
     shown_value,
+    telling_keys,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -181,23 +180,16 @@ def _all_tasks(group: list[RunRecord]) -> bool:
 
 def told_apart(configurations: list[list[RunRecord]], row_key: Callable[[RunRecord], tuple[str, ...]]) -> list[str]:
     """For each configuration, the settings that tell it apart from those whose rows would otherwise read alike
-    (the same ``row_key``), e.g. ``lr 0.003``; '' for a configuration whose row is already its own.
-
-    A setting on which most of the alike configurations agree (one value held by more of them than any other)
-    is named only where a configuration departs from it, so five runs that each change one thing read as
-    ``lr 0.003``, ``hidden_size 64``, ... beside the one that changes nothing; without such a usual value every
-    configuration names its own."""
+    (the same ``row_key``), e.g. ``lr 0.003``; '' for a configuration whose row is already its own, or that keeps
+    every setting most of the alike ones share (:func:`reports.store.telling_keys`)."""
     alike: dict[tuple[str, ...], list[int]] = {}
     for index, group in enumerate(configurations):
         alike.setdefault(row_key(group[0]), []).append(index)
     apart = [""] * len(configurations)
     for indices in (indices for indices in alike.values() if len(indices) > 1):
         flat = [flatten(configurations[index][0].config) for index in indices]
-        keys = differing_keys(flat)
-        usual = {key: _usual_value([values.get(key) for values in flat]) for key in keys}
-        for index, values in zip(indices, flat, strict=True):
-            apart[index] = ", ".join(f"{key.rsplit('.', 1)[-1]} {shown_value(values.get(key))}" for key in keys
-                                     if usual[key] is None or values.get(key) != usual[key])
+        for index, values, keys in zip(indices, flat, telling_keys(flat), strict=True):
+            apart[index] = ", ".join(f"{key.rsplit('.', 1)[-1]} {shown_value(values.get(key))}" for key in keys)
     return apart
 
 
@@ -212,12 +204,6 @@ def _settings_order(label: str) -> tuple[tuple[Any, ...], ...]:
         except ValueError:
             order.append((name, 1, 0.0, value))
     return tuple(order)
-
-
-def _usual_value(values: list[str | None]) -> str | None:
-    """The value more of ``values`` hold than any other, or None where two or more tie for the most."""
-    counts = Counter(values).most_common()
-    return counts[0][0] if len(counts) == 1 or counts[0][1] > counts[1][1] else None
 
 
 def _babi_row_key(run: RunRecord) -> tuple[str, ...]:

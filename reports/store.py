@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,12 +184,13 @@ def assign_variants(runs: list[RunRecord], max_keys: int = 3) -> None:
     for group in groups.values():
         if len({run.fingerprint for run in group}) < 2:
             continue
-        flat = {run.rel_path: flatten(run.config) for run in group}
-        differing = differing_keys(list(flat.values()))
+        configurations = {run.fingerprint: flatten(run.config) for run in group}  # seeds of one count once
+        names = dict(zip(configurations, telling_keys(list(configurations.values())), strict=True))
         for run in group:
-            shown = [f"{key}={shown_value(flat[run.rel_path].get(key))}" for key in differing[:max_keys]]
-            more = " …" if len(differing) > max_keys else ""
-            run.variant = f"{run.variant} {{{', '.join(shown)}{more}}}"
+            values, keys = configurations[run.fingerprint], names[run.fingerprint]
+            shown = [f"{key}={shown_value(values.get(key))}" for key in keys[:max_keys]]
+            more = " …" if len(keys) > max_keys else ""
+            run.variant = f"{run.variant} {{{', '.join(shown)}{more}}}" if shown else run.variant
 
 
 def differing_keys(flat_configs: list[dict[str, str]]) -> list[str]:
@@ -196,6 +198,22 @@ def differing_keys(flat_configs: list[dict[str, str]]) -> list[str]:
     settings left out: what tells their configurations apart."""
     keys = sorted({key for values in flat_configs for key in values})
     return [key for key in keys if is_setting(key) and len({values.get(key) for values in flat_configs}) > 1]
+
+
+def telling_keys(flat_configs: list[dict[str, str]]) -> list[list[str]]:
+    """For each of these flattened configs, the differing entries (:func:`differing_keys`) that name it: an entry
+    on which most of them agree (one value held by more of them than any other) only where it departs from that
+    usual value, any other always. Five configurations that each change one setting of a sixth are named by
+    that setting alone, the sixth by none; two configurations never end up with the same names and values."""
+    keys = differing_keys(flat_configs)
+    usual = {key: _usual_value([values.get(key) for values in flat_configs]) for key in keys}
+    return [[key for key in keys if usual[key] is None or values.get(key) != usual[key]] for values in flat_configs]
+
+
+def _usual_value(values: list[str | None]) -> str | None:
+    """The value more of ``values`` hold than any other, or None where two or more tie for the most."""
+    counts = Counter(values).most_common()
+    return counts[0][0] if len(counts) == 1 or counts[0][1] > counts[1][1] else None
 
 
 def shown_value(encoded: str | None) -> str:

@@ -452,6 +452,29 @@ def test_rankings_compare_models_only_within_one_setting(tmp_path: Path):
                       "task 2 [cpu] (en-10k, files)": [(1, "relational", "90.0")]}
 
 
+def test_variants_name_where_a_configuration_departs_from_the_usual_one_counting_each_configuration_once(
+        tmp_path: Path):
+    """Three configurations of one model on one task: hidden size 64 and lr 1e-3 are each held by two of them, so
+    those are the usual values, and each configuration names only where it departs from them. The one with three
+    seeds counts once: counted by run, its hidden size 32 would pass for the usual one."""
+    from reports.store import assign_variants, load_store
+
+    runs = tmp_path / "runs"
+    settings = {"a": (32, 0.001), "b": (64, 0.001), "c": (64, 0.003)}
+    for tag, (hidden_size, lr) in settings.items():
+        for seed in (0, 1, 2) if tag == "a" else (0,):
+            path = write_run(runs, "babi", "ll_rnn", seed, tag=tag, metrics={"test/acc": 0.5},
+                             task_cfg={"babi_id": 1, "source": "files", "data_set": "en-10k"})
+            config = yaml.safe_load((path / "config.yaml").read_text())
+            config.setdefault("optim", {})["lr"] = lr
+            config.setdefault("model", {})["hidden_size"] = hidden_size
+            (path / "config.yaml").write_text(yaml.safe_dump(config))
+    records = load_store(runs)
+    assign_variants(records)
+    names = sorted({record.variant for record in records})
+    assert names == ["task 1 [cpu]", "task 1 [cpu] {model.hidden_size=32}", "task 1 [cpu] {optim.lr=0.003}"], names
+
+
 def test_relations_game_cells_report_the_held_out_object_sets(tmp_path: Path):
     """A task with held-out test sets (task.test_sets) is reported on them, not on the training object set."""
     from reports.store import HELD_OUT, load_store
