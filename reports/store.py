@@ -207,13 +207,17 @@ def telling_keys(flat_configs: list[dict[str, str]]) -> list[list[str]]:
     that setting alone, the sixth by none; two configurations never end up with the same names and values."""
     keys = differing_keys(flat_configs)
     usual = {key: _usual_value([values.get(key) for values in flat_configs]) for key in keys}
-    return [[key for key in keys if usual[key] is None or values.get(key) != usual[key]] for values in flat_configs]
+    return [[key for key in keys if usual[key] is _NO_USUAL_VALUE or values.get(key) != usual[key]]
+            for values in flat_configs]
 
 
-def _usual_value(values: list[str | None]) -> str | None:
-    """The value more of ``values`` hold than any other, or None where two or more tie for the most."""
+_NO_USUAL_VALUE = object()  # where two values tie for the most; None is a value here (the entry unset)
+
+
+def _usual_value(values: list[str | None]) -> object:
+    """The value more of ``values`` hold than any other (None: unset), or ``_NO_USUAL_VALUE`` where two tie."""
     counts = Counter(values).most_common()
-    return counts[0][0] if len(counts) == 1 or counts[0][1] > counts[1][1] else None
+    return counts[0][0] if len(counts) == 1 or counts[0][1] > counts[1][1] else _NO_USUAL_VALUE
 
 
 def shown_value(encoded: str | None) -> str:

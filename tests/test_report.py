@@ -457,7 +457,7 @@ def test_variants_name_where_a_configuration_departs_from_the_usual_one_counting
     """Three configurations of one model on one task: hidden size 64 and lr 1e-3 are each held by two of them, so
     those are the usual values, and each configuration names only where it departs from them. The one with three
     seeds counts once: counted by run, its hidden size 32 would pass for the usual one."""
-    from reports.store import assign_variants, load_store
+    from reports.store import assign_variants, load_store, telling_keys
 
     runs = tmp_path / "runs"
     settings = {"a": (32, 0.001), "b": (64, 0.001), "c": (64, 0.003)}
@@ -473,6 +473,8 @@ def test_variants_name_where_a_configuration_departs_from_the_usual_one_counting
     assign_variants(records)
     names = sorted({record.variant for record in records})
     assert names == ["task 1 [cpu]", "task 1 [cpu] {model.hidden_size=32}", "task 1 [cpu] {optim.lr=0.003}"], names
+    # an entry most configurations leave unset is usual unset: only the one that sets it is named by it
+    assert telling_keys([{"model.operations": '["write"]'}, {}, {}]) == [["model.operations"], [], []]
 
 
 def test_relations_game_cells_report_the_held_out_object_sets(tmp_path: Path):
