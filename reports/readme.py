@@ -178,27 +178,26 @@ def _all_tasks(group: list[RunRecord]) -> bool:
     return str(cfg_get(group[0].config, "task.babi_id")) == "all"
 
 
-def told_apart(configurations: list[list[RunRecord]], row_key: Callable[[RunRecord], tuple[str, ...]]) -> list[str]:
-    """For each configuration, the settings that tell it apart from those whose rows would otherwise read alike
-    (the same ``row_key``), e.g. ``lr 0.003``; '' for a configuration whose row is already its own, or that keeps
-    every setting most of the alike ones share (:func:`reports.store.telling_keys`)."""
+def told_apart(configurations: list[list[RunRecord]],
+               row_key: Callable[[RunRecord], tuple[str, ...]]) -> list[list[tuple[str, str]]]:
+    """For each configuration, the settings (name, value as shown) that tell it apart from those whose rows would
+    otherwise read alike (the same ``row_key``), e.g. ``[("lr", "0.003")]``; none for a configuration whose row is
+    already its own, or that keeps every setting most of the alike ones share (:func:`reports.store.telling_keys`)."""
     alike: dict[tuple[str, ...], list[int]] = {}
     for index, group in enumerate(configurations):
         alike.setdefault(row_key(group[0]), []).append(index)
-    apart = [""] * len(configurations)
+    apart: list[list[tuple[str, str]]] = [[] for _ in configurations]
     for indices in (indices for indices in alike.values() if len(indices) > 1):
         flat = [flatten(configurations[index][0].config) for index in indices]
         for index, values, keys in zip(indices, flat, telling_keys(flat), strict=True):
-            apart[index] = ", ".join(f"{key.rsplit('.', 1)[-1]} {shown_value(values.get(key))}" for key in keys)
+            apart[index] = [(key.rsplit(".", 1)[-1], shown_value(values.get(key))) for key in keys]
     return apart
 
 
-def _settings_order(label: str) -> tuple[tuple[Any, ...], ...]:
-    """Sorts labels such as ``lr 0.003, hidden_size 64`` by setting name, then numerically where a value is a
-    number (0.003 before 0.01)."""
+def _settings_order(settings: list[tuple[str, str]]) -> tuple[tuple[Any, ...], ...]:
+    """Sorts settings by name, then numerically where a value is a number (0.003 before 0.01)."""
     order = []
-    for setting in filter(None, label.split(", ")):
-        name, _, value = setting.partition(" ")
+    for name, value in settings:
         try:
             order.append((name, 0, float(value), ""))
         except ValueError:
@@ -214,19 +213,21 @@ def _babi_row_key(run: RunRecord) -> tuple[str, ...]:
 def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     rows = []
     single = [group for group in groups(runs, "babi") if not _all_tasks(group)]
-    def place(group: list[RunRecord]) -> tuple[Any, ...]:
-        return group[0].model, int(cfg_get(group[0].config, "task.babi_id") or 0), _babi_data(group[0])
 
-    order = sorted(single, key=lambda group: (*place(group), natural_key(group[0].run_id)))
-    # rows told apart by their settings follow the plain ones of their place, in the order of those settings
-    labelled = sorted(zip(order, told_apart(order, _babi_row_key), strict=True),
-                      key=lambda pair: (*place(pair[0]), pair[1] != "", _settings_order(pair[1])))
+    def place(row: tuple[list[RunRecord], list[tuple[str, str]]]) -> tuple[Any, ...]:
+        # rows told apart by their settings follow the plain ones of their task, in the order of those settings
+        (run, *_), apart = row
+        return (run.model, int(cfg_get(run.config, "task.babi_id") or 0), _babi_data(run), bool(apart),
+                _settings_order(apart), natural_key(run.run_id))
+
+    labelled = sorted(zip(single, told_apart(single, _babi_row_key), strict=True), key=place)
     order = [group for group, _ in labelled]
     diverged = diverged_runs(runs, "babi")
     for group, apart in labelled:
         run = group[0]
         error, (seeds, ids) = _mean_sd(_values(group, "test/error"), 100, 2), _seeds_and_ids(group, diverged)
-        model = f"{_babi_model(run)} ({apart})" if apart else _babi_model(run)
+        settings = ", ".join(f"{name} {value}" for name, value in apart)
+        model = f"{_babi_model(run)} ({settings})" if settings else _babi_model(run)
         rows.append([str(cfg_get(run.config, "task.babi_id")), model, _babi_data(run), str(run.profile),
                      _budget(run), seeds, error, published(papers, group, "test/error"),
                      _count(group, "steps"), _throughput(group), _minutes(group), ids])
