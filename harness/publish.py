@@ -3,10 +3,12 @@
 The reference store (``results/`` at the repository root) has the run store's layout,
 ``results/<task>/<model>/<run_id>/``, and holds the runs behind every number the README and the report's
 paper pages show. A published run keeps what a reader needs to trace and redraw its numbers (results.json,
-config.yaml, metrics.csv, analysis outputs, per-example predictions, a stepwise run's long-rollout curve and
+config.yaml, the curves, analysis outputs, per-example predictions, a stepwise run's long-rollout curve and
 pictures, and the same for each curriculum stage)
-and leaves out what only resuming needs (checkpoints, the W&B mirror, files set aside as damaged). The store
-has a size budget
+and leaves out what only resuming needs (checkpoints, the W&B mirror, files set aside as damaged). The curves
+(``metrics.csv``, half the store's bytes as plain text) are kept gzipped, as ``metrics.csv.gz`` (a fifth of
+the size; the same bytes for the same file, so publishing a run again changes nothing in git); the report
+reads either form. The store has a size budget
 (:data:`BUDGET_BYTES`): a publication that would pass it is refused whole.
 
 A run is named by its directory or by its run id (looked up in the run store). Only finished runs are
@@ -16,6 +18,7 @@ matrix reports); publishing a run again replaces its earlier copy.
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import tempfile
@@ -28,7 +31,8 @@ from harness.runs import Run, default_runs_dir
 
 RESULTS_DIR = PROJECT_ROOT / "results"
 BUDGET_BYTES = 30 * 1024**2
-KEPT_FILES = ("results.json", "config.yaml", "metrics.csv", "rollout.csv")  # rollout.csv: stepwise runs
+KEPT_FILES = ("results.json", "config.yaml", "rollout.csv")  # rollout.csv: stepwise runs
+GZIPPED_FILES = ("metrics.csv",)  # kept as <name>.gz
 KEPT_FOLDERS = ("analysis", "predictions", "pictures")
 PUBLISHABLE = ("completed", "diverged")
 
@@ -56,12 +60,21 @@ def find_run(name: str, runs_dir: Path) -> Run:
     return Run(matches[0].parent)
 
 
+def gzip_file(source: Path, target: Path) -> None:
+    """``source`` gzipped into ``target``, with no time stamp or name in the header: the same bytes for the same
+    file."""
+    target.write_bytes(gzip.compress(source.read_bytes(), compresslevel=9, mtime=0))
+
+
 def _copy_kept(source: Path, target: Path) -> None:
     """The files a reader needs, from one run (or stage) directory."""
     target.mkdir(parents=True, exist_ok=True)
     for name in KEPT_FILES:
         if (source / name).is_file():
             shutil.copy2(source / name, target / name)
+    for name in GZIPPED_FILES:
+        if (source / name).is_file():
+            gzip_file(source / name, target / f"{name}.gz")
     for folder in KEPT_FOLDERS:
         if (source / folder).is_dir():
             shutil.copytree(source / folder, target / folder, ignore=shutil.ignore_patterns("*.damaged-*", ".*"))

@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import re
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -274,15 +275,25 @@ def _read_json_dict(path: Path) -> dict[str, Any]:
     return data
 
 
-def read_curves(path: Path) -> pd.DataFrame | None:
-    """``metrics.csv`` as a frame with a numeric ``step`` column; None when the file does not exist.
+def curves_file(directory: Path) -> Path:
+    """A run's (or stage's) curve file: ``metrics.csv`` as the run store writes it, else ``metrics.csv.gz`` as
+    ``harness publish`` keeps it in the reference store; the plain name when there is neither."""
+    plain = directory / "metrics.csv"
+    packed = directory / "metrics.csv.gz"
+    return packed if packed.exists() and not plain.exists() else plain
 
-    Raises ``ValueError`` (or ``OSError``) when it exists but cannot be read as a curve file."""
+
+def read_curves(path: Path) -> pd.DataFrame | None:
+    """``metrics.csv`` (or ``metrics.csv.gz``) as a frame with a numeric ``step`` column; None when the file
+    does not exist.
+
+    Raises ``ValueError`` (or ``OSError``) when it exists but cannot be read as a curve file, a gzip cut
+    short included."""
     if not path.exists():
         return None
     try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        frame = pd.read_csv(path, compression="gzip" if path.suffix == ".gz" else None)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, EOFError, zlib.error) as exc:
         raise ValueError(f"{path.name}: {exc}") from exc
     if "step" not in frame.columns:
         raise ValueError(f"{path.name}: no step column")
@@ -398,9 +409,9 @@ def load_run(results_path: Path, runs_dir: Path) -> RunRecord:
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             problems.append(f"config.yaml unreadable: {exc}")
     try:
-        run.curves = read_curves(directory / "metrics.csv")
+        run.curves = read_curves(curves_file(directory))
     except (OSError, ValueError) as exc:
-        problems.append(f"metrics.csv unreadable: {exc}")
+        problems.append(f"{curves_file(directory).name} unreadable: {exc}")
         run.status = UNREADABLE
     try:
         run.pruning = _read_pruning(directory / "analysis" / "head_pruning.json")
@@ -423,7 +434,7 @@ def load_run(results_path: Path, runs_dir: Path) -> RunRecord:
                 if (stage_dir / "results.json").exists():
                     stage["results"] = _read_json_dict(stage_dir / "results.json")
                     stage["status"] = str(stage["results"].get("status") or "unknown")
-                stage["curves"] = read_curves(stage_dir / "metrics.csv")
+                stage["curves"] = read_curves(curves_file(stage_dir))
             except (OSError, ValueError) as exc:
                 stage["status"] = UNREADABLE
                 problems.append(f"stages/{stage_dir.name} unreadable: {exc}")

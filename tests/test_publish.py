@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import shutil
@@ -32,13 +33,17 @@ def test_publish_copies_a_completed_run_without_checkpoints(env, tmp_path, capsy
     assert (run / "checkpoints" / "last.ckpt").exists()
     assert main(["publish", run.name, "--runs-dir", str(runs), "--to", str(store)]) == 0
     copy = store / "babi" / "lstm" / run.name
-    assert sorted(p.name for p in copy.iterdir()) == ["config.yaml", "metrics.csv", "predictions", "results.json"]
+    assert sorted(p.name for p in copy.iterdir()) == ["config.yaml", "metrics.csv.gz", "predictions",
+                                                      "results.json"]
     kept = sorted(p.name for p in (copy / "predictions").iterdir())
     assert kept == ["predictions.csv.gz", "summary.json", "wrong.json"]
     assert json.loads((copy / "results.json").read_text()) == json.loads((run / "results.json").read_text())
+    assert gzip.decompress((copy / "metrics.csv.gz").read_bytes()) == (run / "metrics.csv").read_bytes()
     assert "published" in capsys.readouterr().out
+    packed = (copy / "metrics.csv.gz").read_bytes()
     again = publish([str(run)], runs, store)  # by directory; replaces the earlier copy
     assert [p.run_id for p in again] == [run.name] and len(list(store.glob("*/*/*/results.json"))) == 1
+    assert (copy / "metrics.csv.gz").read_bytes() == packed  # the same bytes: no change for git to see
 
 
 def test_publish_keeps_a_stepwise_runs_rollout_and_pictures(env, tmp_path):
@@ -48,7 +53,7 @@ def test_publish_keeps_a_stepwise_runs_rollout_and_pictures(env, tmp_path):
     (results,) = runs.glob("*/*/*/results.json")
     assert [p.run_id for p in publish([str(results.parent)], runs, store)] == [results.parent.name]
     copy = store / "game_of_life" / "updater_extractor" / results.parent.name
-    assert sorted(p.name for p in copy.iterdir()) == ["config.yaml", "metrics.csv", "pictures", "results.json",
+    assert sorted(p.name for p in copy.iterdir()) == ["config.yaml", "metrics.csv.gz", "pictures", "results.json",
                                                       "rollout.csv"]
     assert sorted(p.name for p in (copy / "pictures").iterdir()) == ["step_1.png", "step_10.png", "step_2.png",
                                                                      "step_5.png"]
@@ -77,7 +82,7 @@ def test_publish_refuses_unfinished_unknown_and_oversized(env, tmp_path):
 def test_shipped_reference_store_is_small_complete_and_portable():
     """What results/ holds: finished runs (completed, or diverged with the reason) with their config, curves and
     provenance; no checkpoints, no W&B files, no absolute paths of the machine they ran on; within the size
-    budget."""
+    budget, the curves gzipped."""
     assert store_size(RESULTS_DIR) <= BUDGET_BYTES
     runs = sorted(RESULTS_DIR.glob("*/*/*/results.json"))
     for path in runs:
@@ -86,9 +91,9 @@ def test_shipped_reference_store_is_small_complete_and_portable():
         assert results["status"] in PUBLISHABLE, run
         assert results["status"] == "completed" or results["error"], run
         stages = list(run.glob("stages/*/results.json"))  # a curriculum keeps one curve per stage
-        curves = [stage.parent / "metrics.csv" for stage in stages] or [run / "metrics.csv"]
+        curves = [stage.parent / "metrics.csv.gz" for stage in stages] or [run / "metrics.csv.gz"]
         assert results["run_id"] == run.name and (run / "config.yaml").exists(), run
-        assert all(curve.exists() for curve in curves), run
+        assert all(curve.exists() and not curve.with_suffix("").exists() for curve in curves), run
         assert not (run / "checkpoints").exists() and not (run / "wandb").exists(), run
         assert results["code"]["files"] and results["data"]["fingerprint"], run
         assert all(a["git"]["commit"] for a in results["attempts"]), run

@@ -536,3 +536,29 @@ def test_verdict_table_cells_must_be_verdicts(tmp_path: Path):
     path.write_text(yaml.safe_dump({"tables": [table]}))
     with pytest.raises(ValueError, match=r"cells must be \[above\] or \[not_above\]"):
         load_paper(path)
+
+
+def test_curves_are_read_plain_or_gzipped_as_the_reference_store_keeps_them(tmp_path: Path):
+    """The run store writes metrics.csv, `harness publish` keeps it as metrics.csv.gz: both read as the same
+    frame, the plain file first where a folder holds both; a gzip cut short makes the run unreadable, not the
+    report."""
+    import gzip
+
+    from reports.store import UNREADABLE, load_store
+
+    runs = tmp_path / "runs"
+    write_run(runs, "babi", "tpr_rnn", 0, task_cfg={"babi_id": 1}, metrics={"test/acc": 1.0})
+    packed = write_run(runs, "babi", "tpr_rnn", 1, task_cfg={"babi_id": 1}, metrics={"test/acc": 1.0})
+    text = (packed / "metrics.csv").read_bytes()
+    (packed / "metrics.csv.gz").write_bytes(gzip.compress(text, mtime=0))
+    (packed / "metrics.csv").unlink()
+    cut = write_run(runs, "babi", "tpr_rnn", 2, task_cfg={"babi_id": 1}, metrics={"test/acc": 1.0})
+    (cut / "metrics.csv.gz").write_bytes(gzip.compress((cut / "metrics.csv").read_bytes(), mtime=0)[:-20])
+    (cut / "metrics.csv").unlink()
+    both = write_run(runs, "babi", "tpr_rnn", 3, task_cfg={"babi_id": 1}, metrics={"test/acc": 1.0})
+    (both / "metrics.csv.gz").write_bytes(b"not read")
+    first, second, third, fourth = load_store(runs)
+    assert second.curves is not None and second.curves.equals(first.curves) and fourth.curves.equals(first.curves)
+    assert "val/acc" in second.curves.columns and second.status == "completed"
+    assert third.status == UNREADABLE and third.curves is None
+    assert any("metrics.csv.gz unreadable" in problem for problem in third.problems), third.problems
