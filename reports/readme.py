@@ -178,20 +178,28 @@ def _all_tasks(group: list[RunRecord]) -> bool:
     return str(cfg_get(group[0].config, "task.babi_id")) == "all"
 
 
-def told_apart(configurations: list[list[RunRecord]],
-               row_key: Callable[[RunRecord], tuple[str, ...]]) -> list[list[tuple[str, str]]]:
-    """For each configuration, the settings (name, value as shown) that tell it apart from those whose rows would
-    otherwise read alike (the same ``row_key``), e.g. ``[("lr", "0.003")]``; none for a configuration whose row is
-    already its own, or that keeps every setting most of the alike ones share (:func:`reports.store.telling_keys`)."""
-    alike: dict[tuple[str, ...], list[int]] = {}
-    for index, group in enumerate(configurations):
-        alike.setdefault(row_key(group[0]), []).append(index)
-    apart: list[list[tuple[str, str]]] = [[] for _ in configurations]
-    for indices in (indices for indices in alike.values() if len(indices) > 1):
-        flat = [flatten(configurations[index][0].config) for index in indices]
-        for index, values, keys in zip(indices, flat, telling_keys(flat), strict=True):
-            apart[index] = [(key.rsplit(".", 1)[-1], shown_value(values.get(key))) for key in keys]
-    return apart
+def told_apart(configurations: list[list[RunRecord]], row_key: Callable[[RunRecord], tuple[str, ...]],
+               family_key: Callable[[RunRecord], tuple[str, ...]], named: Callable[[str], bool]
+               ) -> list[list[tuple[str, str]]]:
+    """For each configuration, the settings (name, value as shown) that name it beside the others of its family
+    (the same ``family_key``: e.g. one model on one task, any budget), e.g. ``[("lr", "0.003")]``: the entries
+    ``named`` accepts (the model's, say) where it departs from what most of its family share, and any entry that
+    tells it apart from the configurations whose rows would otherwise read alike (the same ``row_key``). None
+    for a configuration alone in its family, or that keeps every setting most of its family share
+    (:func:`reports.store.telling_keys`)."""
+    flat = [flatten(group[0].config) for group in configurations]
+    keys: list[list[str]] = [[] for _ in configurations]
+    passes = ((family_key, named), (row_key, lambda key: True))
+    for key_of, compared in passes:
+        together: dict[tuple[str, ...], list[int]] = {}
+        for index, group in enumerate(configurations):
+            together.setdefault(key_of(group[0]), []).append(index)
+        for indices in (indices for indices in together.values() if len(indices) > 1):
+            entries = [{key: value for key, value in flat[index].items() if compared(key)} for index in indices]
+            for index, telling in zip(indices, telling_keys(entries), strict=True):
+                keys[index] += [key for key in telling if key not in keys[index]]
+    return [[(key.rsplit(".", 1)[-1], shown_value(flat[index].get(key))) for key in sorted(keys[index])]
+            for index in range(len(configurations))]
 
 
 def _settings_order(settings: list[tuple[str, str]]) -> tuple[tuple[Any, ...], ...]:
@@ -207,7 +215,19 @@ def _settings_order(settings: list[tuple[str, str]]) -> tuple[tuple[Any, ...], .
 
 def _babi_row_key(run: RunRecord) -> tuple[str, ...]:
     """What a row of the bAbI list shows of a configuration: task, model, data, profile and budget."""
-    return str(cfg_get(run.config, "task.babi_id")), _babi_model(run), _babi_data(run), str(run.profile), _budget(run)
+    return *_babi_family(run), _budget(run)
+
+
+def _babi_family(run: RunRecord) -> tuple[str, ...]:
+    """The configurations a bAbI row is told apart from: the same task, model, data and profile, any budget."""
+    return str(cfg_get(run.config, "task.babi_id")), _babi_model(run), _babi_data(run), str(run.profile)
+
+
+def _babi_named(key: str) -> bool:
+    """The settings a bAbI row names where they depart from its family's: the model's and the optimiser's, but
+    the memory operations, which the model column shows (the budget column shows ``train.*``'s time and
+    patience; the data column ``task.*``)."""
+    return key.startswith(("model.", "optim.")) and key != "model.operations"
 
 
 def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
@@ -220,7 +240,7 @@ def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
         return (run.model, int(cfg_get(run.config, "task.babi_id") or 0), _babi_data(run), bool(apart),
                 _settings_order(apart), natural_key(run.run_id))
 
-    labelled = sorted(zip(single, told_apart(single, _babi_row_key), strict=True), key=place)
+    labelled = sorted(zip(single, told_apart(single, _babi_row_key, _babi_family, _babi_named), strict=True), key=place)
     order = [group for group, _ in labelled]
     diverged = diverged_runs(runs, "babi")
     for group, apart in labelled:

@@ -239,6 +239,31 @@ def test_alike_rows_name_only_where_they_depart_from_the_usual_setting_in_the_or
                       "ll_rnn (state_activation relu)"], models
 
 
+def test_a_row_names_the_model_settings_it_changes_beside_its_models_runs_at_other_budgets(tmp_path):
+    """A narrower LSTM at a budget of its own still names its widths, and a run at the model's own learning rate
+    names that, beside the usual configuration run at other budgets; a budget is its own column, so it is never
+    named; two configurations whose rows would read alike still name what tells them apart (here the batch)."""
+    store = tmp_path / "results"
+    runs = {"a": (450, 10, {}), "e": (600, 10, {}), "b": (270, 5, {"optim.lr": 0.001}),
+            "c": (1200, 20, {"model.embedding_size": 32, "model.hidden_size": 32}),
+            "d": (1200, 20, {"model.embedding_size": 32, "model.hidden_size": 32, "train.batch_size": 64})}
+    for tag, (max_time_s, patience, change) in runs.items():
+        path = write_run(store, "babi", "lstm", 0, tag=tag, metrics={"test/acc": 0.5, "test/error": 0.5},
+                         task_cfg={"babi_id": 1, "source": "files", "data_set": "en-10k"})
+        _set_budget_and_operations(path, max_time_s, patience, None)
+        config = yaml.safe_load((path / "config.yaml").read_text())
+        settings = {"optim.lr": 0.003, "model.embedding_size": 64, "model.hidden_size": 128, **change}
+        for key, value in settings.items():
+            section, name = key.split(".")
+            config.setdefault(section, {})[name] = value
+        (path / "config.yaml").write_text(yaml.safe_dump(config))
+    rows = [line.split(" | ") for line in render(store).splitlines() if line.startswith("| 1 | lstm")]
+    named = {row[-1].strip(" |`").rsplit("-", 1)[-1]: row[1] for row in rows}
+    assert named == {"a": "lstm", "e": "lstm", "b": "lstm (lr 0.001)",
+                     "c": "lstm (embedding_size 32, hidden_size 32, batch_size 10)",
+                     "d": "lstm (embedding_size 32, hidden_size 32, batch_size 64)"}, named
+
+
 def test_experiment_0_rows_give_the_papers_finding_for_the_lstm_only(tmp_path):
     """Experiment 0 (Moskvichev & Liu 2021, §7.1) trains LSTMs: another model's row of the recall task (its matrix
     cell) gets no finding of the paper's and no extractor the model does not have."""
