@@ -6,8 +6,8 @@ paper pages show. A published run keeps what a reader needs to trace and redraw 
 config.yaml, the curves, analysis outputs, per-example predictions, a stepwise run's long-rollout curve and
 pictures, and the same for each curriculum stage)
 and leaves out what only resuming needs (checkpoints, the W&B mirror, files set aside as damaged). The curves
-(``metrics.csv``, half the store's bytes as plain text) are kept gzipped, as ``metrics.csv.gz`` (a fifth of
-the size; the same bytes for the same file, so publishing a run again changes nothing in git); the report
+(``metrics.csv``, half the store's bytes as plain text) are kept gzipped, as ``metrics.csv.gz`` (under a third
+of the size; the same bytes for the same file, so publishing a run again changes nothing in git); the report
 reads either form. The store has a size budget
 (:data:`BUDGET_BYTES`): a publication that would pass it is refused whole.
 

@@ -224,7 +224,7 @@ def _babi_family(run: RunRecord) -> tuple[str, ...]:
 
 
 def _babi_named(key: str) -> bool:
-    """The settings a bAbI row names where they depart from its family's: the model's and the optimiser's, but
+    """The settings a bAbI row names where they depart from its family's: the model's and the optimiser's, except
     the memory operations, which the model column shows (the budget column shows ``train.*``'s time and
     patience; the data column ``task.*``)."""
     return key.startswith(("model.", "optim.")) and key != "model.operations"
