@@ -208,9 +208,9 @@ def test_sweep_of_two_models_and_two_seeds_fills_the_store_and_lists_the_failing
     completed = [line for line in table if "task.babi_id=1" in line]
     assert len(completed) == 4 and all(" completed " in line and "test/acc=" in line for line in completed)
 
-    site = tmp_path / "site"  # the sweep's runs appear in the report
-    built = subprocess.run([sys.executable, "-m", "harness.cli", "report", "--runs-dir", str(runs), "--out", str(site)],
-                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    site = tmp_path / "site"  # the sweep's runs appear in the report (built from them alone: not results/)
+    built = subprocess.run([sys.executable, "-m", "harness.cli", "report", "--runs-dir", str(runs), "--results-dir", "",
+                            "--out", str(site)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
     index = (site / "index.html").read_text()
     assert "tpr_rnn" in index and "lstm" in index
