@@ -292,7 +292,7 @@ def read_curves(path: Path) -> pd.DataFrame | None:
     if not path.exists():
         return None
     try:
-        frame = pd.read_csv(path, compression="gzip" if path.suffix == ".gz" else None)
+        frame = pd.read_csv(path)  # gzipped where the name ends in .gz (pandas infers it)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, EOFError, zlib.error) as exc:
         raise ValueError(f"{path.name}: {exc}") from exc
     if "step" not in frame.columns:
@@ -408,10 +408,11 @@ def load_run(results_path: Path, runs_dir: Path) -> RunRecord:
             run.config = config if isinstance(config, dict) else {}
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             problems.append(f"config.yaml unreadable: {exc}")
+    curves = curves_file(directory)
     try:
-        run.curves = read_curves(curves_file(directory))
+        run.curves = read_curves(curves)
     except (OSError, ValueError) as exc:
-        problems.append(f"{curves_file(directory).name} unreadable: {exc}")
+        problems.append(f"{curves.name} unreadable: {exc}")
         run.status = UNREADABLE
     try:
         run.pruning = _read_pruning(directory / "analysis" / "head_pruning.json")

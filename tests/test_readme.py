@@ -141,6 +141,15 @@ def test_an_rl_cell_names_its_rate_where_the_env_has_no_settings_and_the_policy_
     assert _setting(board) == "n 6, solution_length 1" and "evaluated" not in _training(board)
 
 
+def _set_settings(path: Path, settings: dict[str, object]) -> None:
+    """A stored run's config with these ``section.name`` entries set."""
+    config = yaml.safe_load((path / "config.yaml").read_text())
+    for key, value in settings.items():
+        section, name = key.split(".")
+        config.setdefault(section, {})[name] = value
+    (path / "config.yaml").write_text(yaml.safe_dump(config))
+
+
 def _set_budget_and_operations(path: Path, max_time_s: int, patience: int, operations: list[str] | None) -> None:
     """A stored TPR-RNN run's config: its time cap, early-stopping patience and (when given) memory operations."""
     config = yaml.safe_load((path / "config.yaml").read_text())
@@ -228,12 +237,7 @@ def test_alike_rows_name_only_where_they_depart_from_the_usual_setting_in_the_or
     for tag, change in changes.items():
         path = write_run(store, "babi", "ll_rnn", 0, tag=tag, metrics={"test/acc": 0.5, "test/error": 0.5},
                          task_cfg={"babi_id": 1, "source": "files", "data_set": "en-10k"})
-        config = yaml.safe_load((path / "config.yaml").read_text())
-        settings = {"optim.lr": 0.001, "model.hidden_size": 32, "model.state_activation": "tanh", **change}
-        for key, value in settings.items():
-            section, name = key.split(".")
-            config.setdefault(section, {})[name] = value
-        (path / "config.yaml").write_text(yaml.safe_dump(config))
+        _set_settings(path, {"optim.lr": 0.001, "model.hidden_size": 32, "model.state_activation": "tanh", **change})
     models = [line.split(" | ")[1] for line in render(store).splitlines() if line.startswith("| 1 | ll_rnn")]
     assert models == ["ll_rnn", "ll_rnn (hidden_size 64)", "ll_rnn (lr 0.003)", "ll_rnn (lr 0.01)",
                       "ll_rnn (state_activation relu)"], models
@@ -251,12 +255,7 @@ def test_a_row_names_the_model_settings_it_changes_beside_its_models_runs_at_oth
         path = write_run(store, "babi", "lstm", 0, tag=tag, metrics={"test/acc": 0.5, "test/error": 0.5},
                          task_cfg={"babi_id": 1, "source": "files", "data_set": "en-10k"})
         _set_budget_and_operations(path, max_time_s, patience, None)
-        config = yaml.safe_load((path / "config.yaml").read_text())
-        settings = {"optim.lr": 0.003, "model.embedding_size": 64, "model.hidden_size": 128, **change}
-        for key, value in settings.items():
-            section, name = key.split(".")
-            config.setdefault(section, {})[name] = value
-        (path / "config.yaml").write_text(yaml.safe_dump(config))
+        _set_settings(path, {"optim.lr": 0.003, "model.embedding_size": 64, "model.hidden_size": 128, **change})
     rows = [line.split(" | ") for line in render(store).splitlines() if line.startswith("| 1 | lstm")]
     named = {row[-1].strip(" |`").rsplit("-", 1)[-1]: row[1] for row in rows}
     assert named == {"a": "lstm", "e": "lstm", "b": "lstm (lr 0.001)",
