@@ -244,7 +244,7 @@ def default_jobs() -> int:
 
 
 def _run_pages(runs: list[RunRecord], env: Environment, nav: list[dict[str, str]], jobs: int) -> dict[str, str]:
-    """Every run's page, page path -> HTML. Drawing a run's figures is most of a build (about 0.4 s a run), and
+    """Every run's page, page path -> HTML. Drawing a run's figures is most of a build (about 0.15 s a run), and
     the pages are independent: with ``jobs`` > 1 they are rendered in that many forked processes (where the
     platform forks), each page exactly as one process renders it."""
     if jobs > 1 and len(runs) > 1 and "fork" in multiprocessing.get_all_start_methods():
