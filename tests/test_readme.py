@@ -152,11 +152,8 @@ def _set_settings(path: Path, settings: dict[str, object]) -> None:
 
 def _set_budget_and_operations(path: Path, max_time_s: int, patience: int, operations: list[str] | None) -> None:
     """A stored TPR-RNN run's config: its time cap, early-stopping patience and (when given) memory operations."""
-    config = yaml.safe_load((path / "config.yaml").read_text())
-    config["train"].update(max_time_s=max_time_s, early_stop_patience=patience)
-    if operations:
-        config["model"]["operations"] = operations
-    (path / "config.yaml").write_text(yaml.safe_dump(config))
+    _set_settings(path, {"train.max_time_s": max_time_s, "train.early_stop_patience": patience,
+                         **({"model.operations": operations} if operations else {})})
 
 
 def test_ablations_stand_beside_the_full_model_at_their_own_budget(tmp_path):
