@@ -309,16 +309,17 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
 
 def _train(cfg: Any, composed: Composed, prepared: Prepared, run: Run, tracker: Tracker,
            results: dict[str, Any]) -> dict[str, Any]:
-    """The runner of the run's kind: stepwise here (its runner is all of its computing), the others through
-    :func:`harness.runners.build.train`."""
+    """The runner of the run's kind: stepwise here (its runner is all of its computing; the model on the GPU when
+    there is one, :mod:`harness.runners.stepwise_device`), the others through :func:`harness.runners.build.train`."""
     if composed.kind != "stepwise":
         return train(cfg, composed, prepared, run, tracker, results)
     from harness.runners.build import _device_description
     from harness.runners.stepwise import train_stepwise
+    from harness.runners.stepwise_device import on_accelerator
 
     results.update(device=_device_description(), data_source=prepared.data.get("source"))
     run.write_results(results)
-    return train_stepwise(cfg, prepared.task, prepared.model, run, tracker)
+    return train_stepwise(cfg, prepared.task, on_accelerator(prepared.model), run, tracker)
 
 
 def _finish(run: Run, results: dict[str, Any], wall_time_s: float) -> None:
