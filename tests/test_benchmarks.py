@@ -37,6 +37,23 @@ def test_stepwise_benchmark_prints_one_json_line_per_run(capsys):
     assert pair["train_world_steps_per_s"] > 0 and pair["rollout_steps"] == 20 and pair["rollout_s"] > 0
 
 
+def test_stepwise_benchmark_projects_a_profiles_iterations_and_can_skip_the_rollout(capsys):
+    """At another profile (smoke here; paper on a GPU) the benchmark projects the profile's stepwise.iterations
+    cycles at the measured rate; --rollout 0 leaves the rollout out."""
+    import json
+
+    from harness.runners import bench_stepwise
+
+    bench_stepwise.main(["--pairs", "game_of_life/updater_extractor", "--profile", "smoke", "--cycles", "1",
+                         "--rollout", "0", "--threads", "1"])
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    pair = result["pairs"][0]
+    assert result["profile"] == "smoke" and pair["profile"] == "smoke" and pair["device"] == "cpu"
+    assert pair["rollout_s"] is None and pair["iterations"] > 0
+    expected = pair["iterations"] * pair["batch"] * pair["steps"] / pair["train_world_steps_per_s"] / 3600
+    assert pair["projected_hours"] == pytest.approx(expected, abs=0.01)
+
+
 def test_babi_task_throughput_benchmark_compares_each_task_with_task_1():
     from models.tpr_rnn import bench_tasks
 

@@ -1,14 +1,20 @@
 """Throughput of stepwise training and of long rollouts, for each world-state pair at its ``cpu`` profile.
 
     python -m harness.runners.bench_stepwise [--cycles 20] [--rollout 10000] [--pairs lstm_recall/stream_lstm,...]
+    python -m harness.runners.bench_stepwise --profile paper --device cuda --rollout 0 \
+        --pairs game_of_life/updater_extractor
 
-For each (task, model) pair, composed exactly as ``harness bench`` composes it at the ``cpu`` profile:
+For each (task, model) pair, composed exactly as ``harness bench`` composes it at the profile (``--profile``,
+default ``cpu``), with the model on ``--device`` (``cuda``: behind :class:`harness.runners.stepwise_device.OnDevice`,
+as a run on a GPU trains it):
 
 * training: world-steps per second (outer cycles x batch x trajectory length / seconds) of Algorithm 1 as the
   stepwise runner runs it (:func:`harness.runners.stepwise.train_cycle`), after two warm-up cycles;
 * rollout: the seconds a ``stepwise.horizon_batch``-world rollout of ``--rollout`` steps takes
   (:func:`harness.runners.stepwise_eval.long_rollout`, queries on its grid), with an untrained model of the
-  same size (the cost does not depend on the weights).
+  same size (the cost does not depend on the weights); ``--rollout 0`` skips it;
+* projected hours: the profile's ``stepwise.iterations`` cycles of full-length trajectories at that rate (an upper
+  bound where a curriculum starts the trajectories shorter; validation and the rollout not counted).
 
 The last line is one JSON object (``make perf`` keeps it in ``bench/stepwise.json``).
 """
@@ -20,21 +26,27 @@ import json
 import time
 from typing import Any
 
+import torch
+
 from harness.config import compose
 from harness.optim import build_optimizer
 from harness.registry import load_entry
 from harness.runners.stepwise import build_stepwise, cycle_generator, train_cycle
+from harness.runners.stepwise_device import OnDevice
 from harness.runners.stepwise_eval import long_rollout
 
 PAIRS = ("lstm_recall/stream_lstm", "game_of_life/updater_extractor", "world_of_numbers/updater_extractor")
 
 
-def measure(pair: str, cycles: int, rollout_steps: int, threads: int) -> dict[str, Any]:
+def measure(pair: str, cycles: int, rollout_steps: int, threads: int, profile: str = "cpu",
+            device: str = "cpu") -> dict[str, Any]:
     task_name, model_name = pair.split("/")
-    composed = compose(task_name, model_name, "cpu", [f"stepwise.threads={threads}"])
+    composed = compose(task_name, model_name, profile, [f"stepwise.threads={threads}"])
     cfg = composed.cfg
     task = load_entry(composed.task.entry)(cfg)
     model = build_stepwise(task, composed.model.interfaces["stream"], cfg, task_name)
+    if device != "cpu":
+        model = OnDevice(model, torch.device(device))
     optimizer = build_optimizer(model.parameters(), cfg.optim)
     steps, batch = int(cfg.stepwise.steps), int(cfg.stepwise.batch_size)
     for cycle in range(2):  # warm-up
@@ -43,10 +55,13 @@ def measure(pair: str, cycles: int, rollout_steps: int, threads: int) -> dict[st
     for cycle in range(cycles):
         train_cycle(model, task, optimizer, cfg, steps, cycle_generator(0, 2 + cycle), None)
     train_rate = cycles * batch * steps / (time.perf_counter() - started)
-    worlds = int(cfg.stepwise.horizon_batch)
-    rollout = long_rollout(model, task, [rollout_steps], worlds)
-    return {"pair": pair, "batch": batch, "steps": steps, "train_world_steps_per_s": round(train_rate, 1),
-            "rollout_steps": rollout_steps, "rollout_worlds": worlds, "rollout_s": round(rollout.seconds, 2)}
+    worlds, iterations = int(cfg.stepwise.horizon_batch), int(cfg.stepwise.iterations)
+    rollout_s = long_rollout(model, task, [rollout_steps], worlds).seconds if rollout_steps > 0 else None
+    return {"pair": pair, "profile": profile, "device": device, "batch": batch, "steps": steps,
+            "train_world_steps_per_s": round(train_rate, 1), "iterations": iterations,
+            "projected_hours": round(iterations * batch * steps / train_rate / 3600, 2),
+            "rollout_steps": rollout_steps, "rollout_worlds": worlds,
+            "rollout_s": None if rollout_s is None else round(rollout_s, 2)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -55,15 +70,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rollout", type=int, default=10000, help="steps of the timed rollout")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--pairs", default=",".join(PAIRS), help="task/model pairs, comma-separated")
+    parser.add_argument("--profile", default="cpu", help="the profile each pair is composed at (cpu, paper, smoke)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the model trains")
     args = parser.parse_args(argv)
     results = []
-    print(f"{'pair':<36}{'world-steps/s':>15}  {'rollout':>26}")
+    print(f"{'pair':<36}{'world-steps/s':>15}  {'iterations take':>16}  {'rollout':>26}")
     for pair in args.pairs.split(","):
-        result = measure(pair, args.cycles, args.rollout, args.threads)
+        result = measure(pair, args.cycles, args.rollout, args.threads, args.profile, args.device)
         results.append(result)
-        rollout = f"{result['rollout_steps']:,} x {result['rollout_worlds']} in {result['rollout_s']:.1f} s"
-        print(f"{pair:<36}{result['train_world_steps_per_s']:>15,.0f}  {rollout:>26}", flush=True)
-    print(json.dumps({"benchmark": "stepwise", "threads": args.threads, "pairs": results}))
+        rollout = ("–" if result["rollout_s"] is None else
+                   f"{result['rollout_steps']:,} x {result['rollout_worlds']} in {result['rollout_s']:.1f} s")
+        print(f"{pair:<36}{result['train_world_steps_per_s']:>15,.0f}  {result['projected_hours']:>14,.2f} h  "
+              f"{rollout:>26}", flush=True)
+    print(json.dumps({"benchmark": "stepwise", "threads": args.threads, "profile": args.profile,
+                      "device": args.device, "pairs": results}))
 
 
 if __name__ == "__main__":
