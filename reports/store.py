@@ -135,11 +135,20 @@ def is_setting(key: str) -> bool:
     return key != IGNORED_KEYS[0] and not key.startswith(IGNORED_KEYS[1])
 
 
+KEYS_ADDED_LATER: dict[tuple[str, str], Any] = {("tpr_rnn", "model.operations"): ["write", "move", "backlink"]}
+"""Config entries added after some stored runs were made, by (model, key), with the value every run from before had
+(its code knew no other): a run without the entry is the same experiment as one that states that value."""
+
+
 def config_fingerprint(run: RunRecord) -> str:
-    """Identical for runs that differ only in the seed (and tracking settings)."""
+    """Identical for runs that differ only in the seed (and tracking settings), and for a run from before a key in
+    ``KEYS_ADDED_LATER`` beside one that states the value the earlier run had."""
     if not run.config:
         return f"no-config:{run.rel_path}"
     items = {k: v for k, v in flatten(run.config).items() if is_setting(k)}
+    for (model, key), value in KEYS_ADDED_LATER.items():
+        if run.model == model and key not in items:
+            items[key] = json.dumps(value, sort_keys=True)
     return hashlib.sha256(json.dumps(items, sort_keys=True).encode()).hexdigest()[:12]
 
 

@@ -176,6 +176,23 @@ def test_table_2_is_summed_up_over_the_full_models_largest_budget_of_each_task_o
     assert "by the mean of 1 to 2 seeds a task; above it: task 3 (72.60%, en-10k (files))." in summary, summary
 
 
+def test_a_run_from_before_an_added_key_pools_with_one_stating_the_value_it_had(tmp_path):
+    """Seed 0 of TPR-RNN on task 9 ran before `model.operations` existed (no such entry in its config); seed 1 states
+    all three operations, which is what the earlier code always ran: one configuration, one row of two seeds. A
+    seed that states fewer operations is another configuration (an ablation)."""
+    store = tmp_path / "results"
+    for tag, seed, operations, error in (("a", 0, None, 0.043), ("b", 1, ["write", "move", "backlink"], 0.021),
+                                         ("c", 1, ["write"], 0.1)):
+        path = write_run(store, "babi", "tpr_rnn", seed, tag=tag, metrics={"test/acc": 1 - error, "test/error": error},
+                         task_cfg={"babi_id": 9, "source": "files", "data_set": "en-10k"})
+        _set_budget_and_operations(path, 270, 8, operations)
+    rows = [line for line in render(store).splitlines() if line.startswith("| 9 | tpr_rnn")]
+    assert len(rows) == 2, rows
+    full = next(line for line in rows if line.startswith("| 9 | tpr_rnn |"))
+    assert "| 2 | 3.20 ± 1.56 |" in full and "`babi-tpr_rnn-cpu-s0-a`, `babi-tpr_rnn-cpu-s1-b`" in full
+    assert any(line.startswith("| 9 | tpr_rnn (write) |") and "| 1 | 10.00 |" in line for line in rows)
+
+
 def test_ablations_stand_beside_the_full_model_at_their_own_budget(tmp_path):
     """Table 3's rows: each ablated run beside the full model's run of the same task and budget, not another."""
     store = tmp_path / "results"
