@@ -27,6 +27,7 @@ from reports.papers import PaperSpec, TableSpec, load_papers
 from reports.perf import speed_section
 from reports.settings import differences
 from reports.store import (
+    ALL_OPERATIONS,
     CURRICULUM,
     REFERENCE,
     RunRecord,
@@ -298,9 +299,6 @@ def table2_summary_lines(plain_groups: list[list[RunRecord]], line: float) -> li
             f"(at most {SUMMARY_MAX_TIME_S / 60:g} minutes a run): test error at or under {100 * line:g}% on "
             f"{len(errors) - len(above)} of the {len(errors)} tasks, by the mean of {seeds} a task; above it: "
             f"{'; '.join(above) if above else 'none'}.", ""]
-
-
-ALL_OPERATIONS = ("write", "move", "backlink")
 
 
 def _table3(papers: list[PaperSpec]) -> TableSpec | None:
