@@ -14,9 +14,16 @@ after the step (``on_train_batch_end``), so the first call marks the end of the 
 a marker line and the parent notes the time it arrives. The whole command's time is reported too, so that
 work moved from before the first step to after it shows.
 
-Beside each run, a fresh process that only imports torch and ``lightning.pytorch`` (then prints the marker) is
-timed too: the part of the start that no change to the harness can remove while training goes through Lightning
-(``imports_s``, its median).
+Beside each run, two fresh processes are timed to the marker, the parts of the start that no change to the
+harness can remove:
+
+* one that imports torch and builds a torch optimiser (``torch_optimizer_s``, its median). Every
+  ``torch.optim.Optimizer`` (the project's TF1 Nadam and RMSProp too) imports ``torch._dynamo`` when it is built,
+  through the ``torch._disable_dynamo`` decorators on its methods (torch 2.13, ``torch/optim/optimizer.py``), so
+  this is the floor of any training step taken with a torch optimiser, with or without Lightning;
+* one that imports torch and ``lightning.pytorch`` (``imports_s``): the floor while training goes through
+  Lightning, which also imports torchmetrics and, through it, ``scipy.signal`` and matplotlib when they are
+  installed.
 
 Prints one line per run, then the medians as one JSON object (``make perf`` keeps it in ``bench/start.json``).
 """
@@ -52,6 +59,9 @@ sys.exit(main(sys.argv[1:]))
 """
 # The floor: what every supervised run imports before its first step, and nothing else.
 IMPORTS_CHILD = f"import torch, lightning.pytorch; print({MARKER!r}, flush=True)"
+# The floor under it: torch and one optimiser, whose construction imports torch._dynamo.
+OPTIMIZER_CHILD = ("import torch; torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1); "
+                   f"print({MARKER!r}, flush=True)")
 
 
 def child_environment(scratch: Path, wandb_mode: str) -> dict[str, str]:
@@ -89,21 +99,25 @@ def time_command(command: list[str], env: dict[str, str]) -> tuple[float, float]
 def measure(task: str, model: str, profile: str, runs: int, wandb_mode: str) -> dict[str, Any]:
     command = [sys.executable, "-c", CHILD, "bench", "--task", task, "--model", model, "--profile", profile,
                "--force"]
-    first_steps, totals, imports = [], [], []
+    first_steps, totals, imports, optimizers = [], [], [], []
     for number in range(1, runs + 1):
         with tempfile.TemporaryDirectory(prefix="harness-bench-start-") as scratch:
             env = child_environment(Path(scratch), wandb_mode)
             first_step, total = time_command(command, env)
             imported, _ = time_command([sys.executable, "-c", IMPORTS_CHILD], env)
+            optimizer, _ = time_command([sys.executable, "-c", OPTIMIZER_CHILD], env)
         first_steps.append(round(first_step, 3))
         totals.append(round(total, 3))
         imports.append(round(imported, 3))
+        optimizers.append(round(optimizer, 3))
         print(f"run {number}/{runs}: first step at {first_step:.2f} s, command done at {total:.2f} s; "
-              f"importing torch and Lightning alone: {imported:.2f} s", flush=True)
+              f"importing torch and Lightning alone: {imported:.2f} s; torch and an optimiser alone: "
+              f"{optimizer:.2f} s", flush=True)
     return {"benchmark": "start", "task": task, "model": model, "profile": profile, "wandb": wandb_mode,
             "runs": runs, "first_step_s": round(statistics.median(first_steps), 3),
             "command_s": round(statistics.median(totals), 3), "first_step_s_each": first_steps,
-            "command_s_each": totals, "imports_s": round(statistics.median(imports), 3), "imports_s_each": imports}
+            "command_s_each": totals, "imports_s": round(statistics.median(imports), 3), "imports_s_each": imports,
+            "torch_optimizer_s": round(statistics.median(optimizers), 3), "torch_optimizer_s_each": optimizers}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -119,7 +133,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         parser.error("--runs must be at least 1")
     figures = measure(args.task, args.model, args.profile, args.runs, args.wandb)
     print(f"median of {args.runs}: first step at {figures['first_step_s']:.2f} s, command done at "
-          f"{figures['command_s']:.2f} s; importing torch and Lightning alone: {figures['imports_s']:.2f} s")
+          f"{figures['command_s']:.2f} s; importing torch and Lightning alone: {figures['imports_s']:.2f} s; "
+          f"torch and an optimiser alone: {figures['torch_optimizer_s']:.2f} s")
     print(json.dumps(figures))
     return figures
 

@@ -120,10 +120,12 @@ def _optional(value: Any, form: str, unit: str = "") -> str:
 def _start(figures: dict[str, Any]) -> list[str]:
     each = ", ".join(f"{value:.2f}" for value in figures.get("first_step_s_each", []))
     return _table(["command", "W&B", "first training step (median)", "whole command (median)", "each run's first step",
-                   "importing torch and Lightning alone (median)"],
+                   "importing torch and Lightning alone (median)",
+                   "torch and one optimiser alone, which imports torch._dynamo (median)"],
                   [[f"`harness bench --task {figures['task']} --model {figures['model']} --profile "
                     f"{figures['profile']}`", str(figures["wandb"]), f"{figures['first_step_s']:.2f} s",
-                    f"{figures['command_s']:.2f} s", f"{each} s", _optional(figures.get("imports_s"), ".2f", " s")]])
+                    f"{figures['command_s']:.2f} s", f"{each} s", _optional(figures.get("imports_s"), ".2f", " s"),
+                    _optional(figures.get("torch_optimizer_s"), ".2f", " s")]])
 
 
 def _boxworld(figures: dict[str, Any]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -35,3 +36,15 @@ def test_the_import_floor_is_timed_to_its_marker():
     assert "lightning.pytorch" in bench_start.IMPORTS_CHILD
     imported, finished = bench_start.time_command([sys.executable, "-c", bench_start.IMPORTS_CHILD], {})
     assert 0 < imported <= finished
+
+
+def test_the_optimiser_floor_builds_a_torch_optimiser_and_so_imports_dynamo():
+    """The floor under any training step: torch and one optimiser, whose construction imports torch._dynamo
+    (the reason the floor holds; a torch release that stops doing so makes this fail and the floor moot)."""
+    assert "torch.optim." in bench_start.OPTIMIZER_CHILD
+    imported, finished = bench_start.time_command([sys.executable, "-c", bench_start.OPTIMIZER_CHILD], {})
+    assert 0 < imported <= finished
+    probe = bench_start.OPTIMIZER_CHILD.replace("print(", "import sys; print('torch._dynamo' in sys.modules, ", 1)
+    seen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True).stdout.split()
+    assert seen[0] == "True"
