@@ -80,7 +80,9 @@ perf: $(STAMP)
 	$(PERF_RUN) relations_models -- $(BIN)/python -m models.relational.bench_models
 	$(PERF_RUN) babi_tasks -- $(BIN)/python -m models.tpr_rnn.bench_tasks
 	$(PERF_RUN) babi_tasks_trim -- $(BIN)/python -m models.tpr_rnn.bench_tasks --trim
+	$(PERF_RUN) babi_tasks_factored -- $(BIN)/python -m models.tpr_rnn.bench_tasks --memory factored --tasks 1 3
 	$(PERF_RUN) pathfinder_generator -- $(BIN)/python -m tasks.pathfinder.bench_generator
+	$(PERF_RUN) pathfinder_generator_easy -- $(BIN)/python -m tasks.pathfinder.bench_generator --difficulty easy
 	$(PERF_RUN) stepwise -- $(BIN)/python -m harness.runners.bench_stepwise
 	$(PERF_RUN) stacked -- $(BIN)/python -m harness.runners.bench_stacked
 	$(PERF_RUN) start -- $(BIN)/python -m harness.bench_start

@@ -196,6 +196,33 @@ def _babi(figures: dict[str, Any]) -> list[str]:
                    "TPR-RNN training examples/s (model step)", "x task 1", "statements read/s", "x task 1"], rows)
 
 
+def _relations_models(figures: dict[str, Any]) -> list[str]:
+    fastest_first = sorted(figures["ms_per_step"].items(), key=lambda item: item[1])
+    rows = [[f"`{name}`", f"{ms:.1f}", f"{1000.0 / ms:,.0f}", _minutes(figures["minutes_per_100k_batches"][name])]
+            for name, ms in fastest_first]
+    return _table([f"model (one SGD step at batch {figures['batch_size']}, {figures['threads']} thread)",
+                   "ms per step", "batches/s", "100,000 batches (Table 1's budget)"], rows)
+
+
+def _minutes(minutes: float) -> str:
+    return f"{minutes / 60:.1f} h" if minutes >= 90 else f"{minutes:.1f} min"
+
+
+def _generators(figures: dict[str, Any]) -> list[str]:
+    """One row per generator setting; the figures of the three generator benchmarks."""
+    if figures.get("benchmark") == "listops_generator":
+        rows = [[f"ListOps, {label}", f"{figures['n']:,} expressions", f"{figures[key]:,.0f} expressions/s"]
+                for label, key in (("LRA's lengths (500 < L < 2000)", "lra_examples_per_s"),
+                                   ("the `cpu` profile's lengths (50 < L < 200)", "cpu_examples_per_s"))]
+    elif figures.get("benchmark") == "relations_generator":
+        rows = [[f"Relations Game, {len(figures['per_pair'])} task x object-set pairs",
+                 f"{figures['images_per_pair']:,} images a pair", f"{figures['images_per_s']:,} images/s"]]
+    else:
+        rows = [[f"Pathfinder-32, {figures['difficulty']} (generator version {figures['generator_version']})",
+                 f"{figures['images']:,} images", f"{figures['images_per_s']:,.0f} images/s"]]
+    return _table(["generator", "generated", "rate (one process)"], rows)
+
+
 def _flat(figures: dict[str, Any], prefix: str = "") -> list[list[str]]:
     rows = []
     for key, value in figures.items():
@@ -215,8 +242,16 @@ RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "babi_tasks": ("TPR-RNN's training step on each bAbI task", _babi),
     "babi_tasks_trim": ("What if each batch were cut to its longest story: TPR-RNN's training step on each bAbI task "
                         "(`--trim`; the runs pad every batch to the task's longest story)", _babi),
+    "babi_tasks_factored": ("TPR-RNN's training step with the factored memory (`model.memory=factored`), tasks 1 "
+                            "and 3", _babi),
     "agents": ("Gradient step of the relational and 2-simplicial agents (bridge BoxWorld batches, forward and "
                "backward)", _agents),
+    "relations_models": ("Training step of the Relations Game models (Table 1's models, random images)",
+                         _relations_models),
+    "relations_generator": ("Relations Game generator", _generators),
+    "listops_generator": ("ListOps generator", _generators),
+    "pathfinder_generator": ("Pathfinder generator, hard", _generators),
+    "pathfinder_generator_easy": ("Pathfinder generator, easy", _generators),
 }
 
 

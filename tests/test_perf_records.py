@@ -62,12 +62,29 @@ def test_publish_copies_records_and_refuses_what_is_missing(tmp_path: Path,
 def test_the_speed_section_shows_each_record_with_its_provenance(tmp_path: Path) -> None:
     bench, results = tmp_path / "bench", tmp_path / "results"
     assert perf.speed_section(results) == []  # nothing published: no section
-    unknown = {"benchmark": "listops_generator", "n": 1000, "rates": {"examples_per_s": 2500.0}}
-    for name, figures in (("boxworld_env", FIGURES), ("listops_generator", unknown)):
+    unknown = {"benchmark": "other_generator", "n": 1000, "rates": {"examples_per_s": 2500.0}}
+    for name, figures in (("boxworld_env", FIGURES), ("other_generator", unknown)):
         assert perf.run_benchmark(name, _bench(json.dumps(figures)), bench) == 0
     assert perf.publish([], bench, results) == 0
     text = "\n".join(perf.speed_section(results))
     assert "| bridge BoxWorld, paper configuration | 400,000 | 600,000 (1.50x) | 4.00 M (10.00x) |" in text
     assert "| rates.examples_per_s | 2,500.0 |" in text  # a benchmark without its own table: its figures
-    assert text.index("Batched BoxWorld envs") < text.index("listops_generator")
+    assert text.index("Batched BoxWorld envs") < text.index("other_generator")
     assert text.count("`results/perf/") == 2 and "CPUs" in text and "load average" in text
+
+
+@pytest.mark.parametrize(("name", "module", "argv"), [
+    ("relations_models", "models.relational.bench_models", ["--models", "mlp1", "predinet", "--repeats", "2",
+                                                            "--warmup", "1"]),
+    ("relations_generator", "tasks.relations_game.bench_generator", ["--n", "20", "--tasks", "same"]),
+    ("listops_generator", "tasks.listops.bench_generator", ["--n", "5"]),
+    ("pathfinder_generator_easy", "tasks.pathfinder.bench_generator", ["--n", "10", "--difficulty", "easy"]),
+])
+def test_a_benchmark_with_its_own_table_renders_what_it_prints(name: str, module: str, argv: list[str],
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The tables of the generator and model-step records read the figures their benchmarks really print."""
+    __import__(module, fromlist=["main"]).main(argv)
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    lines = perf.RENDERERS[name][1](figures)
+    assert len(lines) >= 3 and all(line.startswith("|") for line in lines)
+    assert "nan" not in "\n".join(lines).lower()
