@@ -63,18 +63,37 @@ def _compose(args: argparse.Namespace):  # noqa: ANN202 - returns harness.config
 
     overrides = list(args.overrides)
     if args.seed is not None:
+        _check_seed_overrides(overrides, {args.seed}, f"--seed {args.seed}")
         overrides.append(f"seed={args.seed}")
     return compose(args.task, args.model, args.profile, overrides)
 
 
+def _check_seed_overrides(overrides: list[str], seeds: set[int], flag: str) -> None:
+    """A ``seed=`` override beside ``--seed``/``--seeds`` would be dropped silently (the flag wins): a UserError
+    unless it names the flag's one seed."""
+    for item in overrides:
+        key, _, raw = item.partition("=")
+        if key.strip().lstrip("+") != "seed":
+            continue
+        try:
+            agrees = {int(raw.strip())} == seeds
+        except ValueError:
+            agrees = False
+        if not agrees:
+            raise UserError(f"the override '{item}' disagrees with {flag}; give the seed once, with "
+                            f"{flag.split()[0]}")
+
+
 def _seed_list(text: str) -> list[int]:
+    if not text.strip():
+        raise UserError("--seeds is empty; give e.g. 0,1,2")
+    parts = [part.strip() for part in text.split(",")]
+    if not all(parts):
+        raise UserError(f"--seeds {text!r} has an empty item; give comma-separated integers, e.g. 0,1,2")
     try:
-        seeds = [int(part) for part in text.split(",") if part.strip()]
+        return [int(part) for part in parts]
     except ValueError:
         raise UserError(f"--seeds takes comma-separated integers, e.g. 0,1,2; got {text!r}") from None
-    if not seeds:
-        raise UserError("--seeds is empty; give e.g. 0,1,2")
-    return seeds
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -84,8 +103,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from harness.config import compose
         from harness.runners.stacked_launch import launch_stack
 
-        stack = [compose(args.task, args.model, args.profile, [*args.overrides, f"seed={seed}"])
-                 for seed in _seed_list(args.seeds)]
+        seeds = _seed_list(args.seeds)
+        _check_seed_overrides(list(args.overrides), set(), f"--seeds {args.seeds}")
+        stack = [compose(args.task, args.model, args.profile, [*args.overrides, f"seed={seed}"]) for seed in seeds]
         return launch_stack(stack, force=args.force, runs_dir=Path(args.runs_dir) if args.runs_dir else None)
     composed = _compose(args)
     from harness.runners.launch import launch
@@ -149,13 +169,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from harness.runs import default_runs_dir
+    from reports.build import check_named_store, check_writable
     from reports.build import main as build_main
 
     runs = args.runs_dir or str(default_runs_dir())
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"report --jobs must be at least 1, got {args.jobs}")
+    if args.results_dir:  # a reference store named on the command line must exist ('' reads none)
+        check_named_store(Path(args.results_dir), "--results-dir")
+    check_writable(Path(args.out))
     jobs = ["--jobs", str(args.jobs)] if args.jobs is not None else []
-    return build_main(["--runs-dir", runs, "--out", args.out, "--results-dir", args.results_dir, *jobs])
+    results = ["--results-dir", args.results_dir] if args.results_dir is not None else []
+    return build_main(["--runs-dir", runs, "--out", args.out, *results, *jobs])
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -190,7 +215,8 @@ def cmd_data(args: argparse.Namespace) -> int:
         return 0
     from tasks.babi.generator import write_dataset
 
-    for babi_id in args.ids:
+    _check_babi_args(args)
+    for babi_id in dict.fromkeys(args.ids):  # a task named twice is written once
         try:
             paths = write_dataset(Path(args.out), babi_id, seed=args.seed, n_train=args.n_train, n_test=args.n_test)
         except ValueError as exc:  # an id the generator does not cover, or a bad count
@@ -199,12 +225,46 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_babi_args(args: argparse.Namespace) -> None:
+    """``data babi``'s counts and output folder, checked before anything is written: at least one question per
+    split, and an --out that is (or can be made) a folder this process can write into."""
+    for flag, count in (("--n-train", args.n_train), ("--n-test", args.n_test)):
+        if count < 1:
+            raise UserError(f"data babi {flag} must be at least 1, got {count}")
+    _check_out_folder(Path(args.out), "data babi --out")
+
+
+def _check_out_folder(out: Path, what: str) -> None:
+    """A one-line UserError unless ``out`` is a folder, or can be made one, that this process can write into
+    (probed with an empty folder, removed again)."""
+    import tempfile
+
+    existing = next(p for p in (out, *out.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise UserError(f"{what} {out}: {existing} is a file, not a folder")
+    try:
+        Path(tempfile.mkdtemp(prefix=".write-probe-", dir=existing)).rmdir()
+    except OSError as exc:
+        raise UserError(f"{what} {out}: cannot write into {existing} ({exc.strerror or type(exc).__name__})") from None
+
+
 def _headline(metrics: dict) -> str:
     """A run's held-out numbers for a listing: test accuracies, or an RL run's evaluation."""
     shown = [(k, v) for k, v in sorted(metrics.items()) if k.endswith("/acc") and "test" in k
              and (k.count("/") == 1 or k.endswith("/test/acc"))]  # a curriculum: each stage's test/acc
     shown += [(k, v) for k, v in sorted(metrics.items()) if k in ("eval/win_rate", "eval/episode_return")]
     return "  ".join(f"{k}={v:.4f}" for k, v in shown if isinstance(v, int | float))
+
+
+GONE = "running (its process is gone: killed?)"  # `harness runs`: a run whose process on this host has ended
+
+
+def _run_status(row: dict) -> str:
+    """A run's status for the listing: a ``running`` run whose process on this host has ended (a kill) is marked
+    so; one run from another host stays ``running`` (its process cannot be checked from here)."""
+    from harness.runs import owner_state
+
+    return GONE if owner_state(row) == "gone" else str(row.get("status"))
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -232,9 +292,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     table = [["run_id", "status", "held-out metrics"]]
     for row in rows:
-        status = str(row.get("status")) + (", stale" if stale[str(row.get("run_id"))] else "")
+        status = _run_status(row) + (", stale" if stale[str(row.get("run_id"))] else "")
         table.append([str(row.get("run_id")), status, _headline(row.get("metrics") or {})])
     print(_table(table))
+    gone = sum(_run_status(row) == GONE for row in rows)
+    if gone:
+        print(f"{gone} run(s) say running but their process has ended (killed): the command that started each "
+              "resumes it from its last checkpoint")
     stale_count = sum(bool(stale[str(row.get("run_id"))]) for row in rows)
     if args.imports:
         from harness.rerun import wall_hours
@@ -325,8 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("report", help="build the HTML report (reports/out/): your runs beside the reference runs")
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
-    p.add_argument("--results-dir", default=str(PROJECT_ROOT / "results"),
-                   help="the reference store (default: results/ in the repository; '' for none)")
+    p.add_argument("--results-dir", default=None,
+                   help="the reference store (default: results/ in the repository; '' for none); a folder named "
+                        "here must exist")
     p.add_argument("--out", default="reports/out")
     p.add_argument("--jobs", type=int, default=None,
                    help="processes that draw the run pages (default: the CPUs available)")

@@ -32,6 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -228,10 +229,7 @@ def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str
             raise UserError(f"bad override '{item}': expected key=value, e.g. optim.lr=3e-4")
         key, _, raw = item.partition("=")
         key = key.strip().lstrip("+")
-        try:
-            parsed = OmegaConf.from_dotlist([f"{key}={raw}"])
-        except OmegaConfBaseException as exc:
-            raise UserError(f"bad override '{item}': {str(exc).splitlines()[0]}") from None
+        parsed = _parse_override(item, key, raw)
         if not _has_path(tree, key):
             raise UserError(f"unknown config key '{key}'{did_you_mean(key, _all_keys(tree))}")
         if key in SET_BY_HARNESS:
@@ -243,6 +241,19 @@ def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str
             check_value(key, new_value, types[key], " (command line)")
         tree = _set_path(tree, key, new_value)
     return tree
+
+
+def _parse_override(item: str, key: str, raw: str) -> DictConfig:
+    """One override as an OmegaConf mapping; a value that is not valid YAML (an unclosed list such as
+    ``[files``) or a key OmegaConf cannot read is a one-line error naming the override."""
+    try:
+        return OmegaConf.from_dotlist([f"{key}={raw}"])
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UserError(f"bad override '{item}': the value is not valid YAML ({problem}); write a list as "
+                        "[a, b] and quote a value with brackets, commas or colons") from None
+    except OmegaConfBaseException as exc:
+        raise UserError(f"bad override '{item}': {str(exc).splitlines()[0]}") from None
 
 
 def _has_path(tree: dict[str, Any], key: str) -> bool:

@@ -25,6 +25,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from harness import PROJECT_ROOT
 from harness.errors import UserError
 from harness.runs import Run, default_runs_dir
@@ -80,16 +82,75 @@ def _copy_kept(source: Path, target: Path) -> None:
             shutil.copytree(source / folder, target / folder, ignore=shutil.ignore_patterns("*.damaged-*", ".*"))
 
 
+def check_destination(results_dir: Path) -> None:
+    """A one-line UserError unless ``results_dir`` is a folder, or can be made one, that this process can write
+    into (checked before anything is copied)."""
+    if results_dir.exists() and not results_dir.is_dir():
+        raise UserError(f"cannot publish to {results_dir}: it is a file, not a folder (give --to a folder)")
+    existing = next((p for p in (results_dir, *results_dir.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise UserError(f"cannot publish to {results_dir}: {existing} is a file, not a folder")
+    try:
+        results_dir.parent.mkdir(parents=True, exist_ok=True)
+        Path(tempfile.mkdtemp(prefix=".publish-probe-", dir=results_dir.parent)).rmdir()
+    except OSError as exc:
+        raise UserError(f"cannot publish to {results_dir}: cannot create a folder in {results_dir.parent} "
+                        f"({exc.strerror or type(exc).__name__})") from None
+
+
+def distinct_runs(names: list[str], runs_dir: Path) -> list[Run]:
+    """The named runs, each once: a run named twice (by id and by directory, or the same id again) is published
+    once, in the order first named."""
+    runs: dict[Path, Run] = {}
+    for name in names:
+        run = find_run(name, runs_dir)
+        runs.setdefault(run.path.resolve(), run)
+    return list(runs.values())
+
+
+def check_publishable(run: Run) -> dict:
+    """The results of a finished run whose files a reader can use; a one-line UserError naming the run and the
+    file otherwise (a config.yaml that does not parse, an empty metrics.csv), checked for every stage too."""
+    results = run.completed_results("published", PUBLISHABLE)
+    stages = run.path / "stages"
+    folders = [run.path, *(sorted(p for p in stages.iterdir() if p.is_dir()) if stages.is_dir() else [])]
+    for folder in folders:
+        problem = _file_problem(folder)
+        if problem:
+            raise UserError(f"{run.path.name}: {problem}; cannot be published")
+    return results
+
+
+def _file_problem(folder: Path) -> str | None:
+    """Why a run (or stage) folder's config.yaml or metrics.csv is unusable, or None."""
+    config = folder / "config.yaml"
+    if config.is_file():
+        try:
+            parsed = yaml.safe_load(config.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            return f"{config} does not parse ({type(exc).__name__}: {getattr(exc, 'problem', None) or exc})"
+        if not isinstance(parsed, dict):
+            return f"{config} does not parse as a mapping (it holds {type(parsed).__name__})"
+    for name in GZIPPED_FILES:
+        path = folder / name
+        if path.is_file() and not path.read_bytes().strip():
+            return f"{path} is empty"
+    return None
+
+
 def publish(names: list[str], runs_dir: Path | None = None, results_dir: Path = RESULTS_DIR,
             budget: int = BUDGET_BYTES) -> list[Published]:
-    """Copy the named runs into ``results_dir``; all or nothing."""
+    """Copy the named runs into ``results_dir``; all or nothing. A run named twice is published once; a run
+    whose config.yaml does not parse or whose metrics.csv is empty, or a ``results_dir`` that cannot be written,
+    is refused before anything is copied."""
     runs_dir = runs_dir or default_runs_dir()
-    runs = [find_run(name, runs_dir) for name in names]
+    runs = distinct_runs(names, runs_dir)
+    checked = [(run, check_publishable(run)) for run in runs]
+    check_destination(results_dir)
     staged: list[tuple[Run, dict, Path]] = []
     staging = Path(tempfile.mkdtemp(prefix=".publish-", dir=results_dir.parent))
     try:
-        for run in runs:
-            results = run.completed_results("published", PUBLISHABLE)
+        for run, results in checked:
             target = staging / str(results["task"]) / str(results["model"]) / str(results["run_id"])
             _copy_kept(run.path, target)
             stages = run.path / "stages"

@@ -21,6 +21,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -36,6 +37,7 @@ KEPT = ".damaged-"  # the mark of a file set aside because it could not be read 
 SCHEMA_VERSION = 2  # 2: attempts is a list of per-attempt provenance records; code and data fingerprints
 STATUSES = ("running", "completed", "failed", "diverged", "interrupted")
 REQUIRED_KEYS = ("run_id", "task", "model", "status")
+_TEMPORARY = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")  # atomic_write's temporary files (tempfile.mkstemp's names)
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -161,20 +163,17 @@ class Run:
         """Whether a process on this host is still running this run (guards against two writers)."""
         if not self.exists() or self.damage():
             return False
-        results = self.read_results()
-        owner = results.get("owner") or {}
-        if results.get("status") != "running" or owner.get("host") != socket.gethostname():
-            return False
-        pid = owner.get("pid")
-        if not isinstance(pid, int) or pid == os.getpid():
-            return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return _pid_cmdline_mentions(pid, "harness")
+        return owner_state(self.read_results()) == "alive"
+
+    def remove_leftover_temporaries(self) -> list[Path]:
+        """Delete the temporary files that a killed :func:`atomic_write` left in the run's folder (``.NAME.XXXXXXXX
+        .tmp``, nothing else); returns them. Only for a run no live process writes."""
+        if not self.path.is_dir():
+            return []
+        leftovers = [path for path in self.path.rglob(".*.tmp") if path.is_file() and is_atomic_temporary(path)]
+        for path in leftovers:
+            path.unlink(missing_ok=True)
+        return leftovers
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -193,6 +192,31 @@ class Run:
             elif path.is_dir() and not any(path.iterdir()):
                 path.rmdir()
         return kept
+
+
+def is_atomic_temporary(path: Path) -> bool:
+    """Whether ``path`` is named as :func:`atomic_write` names its temporary files (``tempfile.mkstemp`` with
+    prefix ``.NAME.`` and suffix ``.tmp``: eight characters of its alphabet between them)."""
+    return bool(_TEMPORARY.fullmatch(path.name))
+
+
+def owner_state(results: dict[str, Any]) -> str | None:
+    """Of a run's ``results.json`` contents: ``"alive"`` when another process on this host still runs it, ``"gone"``
+    when it says ``running`` but its process on this host has ended (killed), None otherwise (not running, run by
+    this process, or by a process on another host, which cannot be checked from here)."""
+    owner = results.get("owner") if isinstance(results.get("owner"), dict) else {}
+    if results.get("status") != "running" or owner.get("host") != socket.gethostname():
+        return None
+    pid = owner.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid == os.getpid():
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return "gone"
+    except PermissionError:
+        return "alive"
+    return "alive" if _pid_cmdline_mentions(pid, "harness") else "gone"  # else the pid was reused
 
 
 def _pid_cmdline_mentions(pid: int, word: str) -> bool:

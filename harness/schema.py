@@ -14,12 +14,14 @@ Fields: ``type`` (``int``, ``float``, ``bool``, ``str``, ``list``, ``dict``, or 
 (default false), ``choices`` (the allowed values; implies the type of the first), ``min`` / ``max``
 (numbers; for lists, every item), ``items`` (the type of every item of a list), ``length`` (the number of
 items a list must have, e.g. 2 for Adam's betas). A declared entry may also
-refine a key whose default is typed (e.g. ``train.batch_size: {min: 1}``). :func:`check_value` names the
-key, the value and what was expected, as one line.
+refine a key whose default is typed (e.g. ``train.batch_size: {min: 1}``). A float key (and every item of
+a list of floats) also refuses nan, infinities and magnitudes beyond float32's (about 3.4e38), which torch
+cannot hold. :func:`check_value` names the key, the value and what was expected, as one line.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +35,7 @@ TYPES: dict[str, tuple[type, ...]] = {
     "dict": (dict, DictConfig),
 }
 FIELDS = ("type", "nullable", "choices", "min", "max", "items", "length")
+FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32: a float key's value reaches torch as one
 
 
 @dataclass(frozen=True)
@@ -168,11 +171,25 @@ def check_value(key: str, value: Any, kind: KeyType, origin: str = "") -> None:
             fail()
     if isinstance(value, list | ListConfig) and kind.length is not None and len(value) != kind.length:
         fail()
+    floats = "float" in kind.types or kind.items == "float"
     for number in numbers:
         if isinstance(number, bool) or not isinstance(number, int | float):
             continue
+        if floats or isinstance(number, float):
+            _check_float(key, number, origin)
         if (kind.minimum is not None and number < kind.minimum) or (kind.maximum is not None and number > kind.maximum):
             fail()
+
+
+def _check_float(key: str, number: float, origin: str) -> None:
+    """A one-line UserError for a number a float key cannot hold: not finite (nan, inf), or beyond float32's
+    range, which torch cannot convert (an optimizer's learning rate of 1e300 fails inside a training step)."""
+    if isinstance(number, float) and not math.isfinite(number):
+        raise UserError(f"bad value for '{key}'{origin}: {number!r} is not a finite number")
+    if abs(number) > FLOAT32_MAX:
+        shown = f"{number:g}" if isinstance(number, float) else f"an integer of {len(str(abs(number)))} digits"
+        raise UserError(f"bad value for '{key}'{origin}: {shown} is beyond the float32 range "
+                        f"(magnitude at most {FLOAT32_MAX:.3g})")
 
 
 def leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:

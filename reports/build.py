@@ -35,6 +35,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
+from harness.errors import UserError
 from reports import figures, tables
 from reports.papers import PaperSpec, load_papers
 from reports.store import REFERENCE, YOURS, RunRecord, load_stores, variant_label
@@ -269,6 +270,29 @@ def _check_out(out_dir: Path) -> None:
                               "choose another --out or remove it")
 
 
+def check_writable(out_dir: Path) -> None:
+    """A one-line UserError unless the site can be written at ``out_dir``: the nearest folder that exists on
+    its way must be a folder this process can create folders in (probed with an empty folder, removed again)."""
+    out_dir = Path(out_dir)
+    existing = next((p for p in out_dir.parents if p.exists()), None)
+    if existing is None:
+        return
+    if not existing.is_dir():
+        raise UserError(f"cannot write the report to {out_dir}: {existing} is a file, not a folder")
+    try:
+        Path(tempfile.mkdtemp(prefix=".report-probe-", dir=existing)).rmdir()
+    except OSError as exc:
+        raise UserError(f"cannot write the report to {out_dir}: cannot create a folder in {existing} "
+                        f"({exc.strerror or type(exc).__name__}); choose another --out") from None
+
+
+def check_named_store(path: Path | None, flag: str) -> None:
+    """A one-line UserError when a store the user named explicitly (``flag``) does not exist: a typo must not
+    give a report that silently leaves its runs out."""
+    if path is not None and not Path(path).is_dir():
+        raise UserError(f"{flag} {path}: no such folder" + (" (it is a file)" if Path(path).exists() else ""))
+
+
 def _replace_site(staging: Path, out_dir: Path) -> None:
     if out_dir.exists():
         _check_out(out_dir)
@@ -291,6 +315,7 @@ def build_report(runs_dir: Path, out_dir: Path, papers_dir: Path = PAPERS_DIR,
     process may use); the pages are the same for any number."""
     runs_dir, out_dir = Path(runs_dir), Path(out_dir)
     _check_out(out_dir)
+    check_writable(out_dir)
     sources = ([(Path(results_dir), REFERENCE, "the reference store")] if results_dir is not None else []) + \
         [(runs_dir, YOURS, "your run store")]
     runs = load_stores([(path, origin) for path, origin, _ in sources])
@@ -316,12 +341,33 @@ def build_report(runs_dir: Path, out_dir: Path, papers_dir: Path = PAPERS_DIR,
     return [out_dir / name for name in order]
 
 
+def _results_dir(given: Path | None) -> tuple[Path | None, bool]:
+    """The reference store to read and whether the user named it: the shipped one by default, none for
+    ``--results-dir ''`` (which argparse gives as ``.``)."""
+    if given is None:
+        return RESULTS_DIR, False
+    if str(given) in ("", "."):
+        return None, False
+    return given, True
+
+
+def _note_missing_stores(runs_dir: Path, results_dir: Path | None) -> None:
+    """A note on stderr when a store is missing: none at all (the index says there are no runs), or the run
+    store (the report shows the reference runs only)."""
+    if not runs_dir.is_dir() and (results_dir is None or not results_dir.is_dir()):
+        print(f"report: neither {runs_dir} nor the reference store exists; writing an index that says there "
+              "are no runs", file=sys.stderr)
+    elif not runs_dir.is_dir():
+        print(f"report: {runs_dir} does not exist; the report shows the reference runs only", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.build", description=__doc__.splitlines()[0])
     parser.add_argument("--runs-dir", type=Path, default=Path(os.environ.get("HARNESS_RUNS_DIR", "runs")),
                         help="the run store (default: $HARNESS_RUNS_DIR or runs)")
-    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR,
-                        help="the reference store (default: results/ in the repository); --results-dir '' for none")
+    parser.add_argument("--results-dir", type=Path, default=None,
+                        help="the reference store (default: results/ in the repository); --results-dir '' for none; "
+                             "a folder named here must exist")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
     parser.add_argument("--papers-dir", type=Path, default=PAPERS_DIR, help="the published tables (YAML)")
     parser.add_argument("--files-root", type=Path, default=FILES_ROOT,
@@ -332,13 +378,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs is not None and args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
-    results_dir = args.results_dir if str(args.results_dir) not in ("", ".") else None
-    if not args.runs_dir.is_dir() and (results_dir is None or not results_dir.is_dir()):
-        print(f"report: neither {args.runs_dir} nor the reference store exists; writing an index that says there "
-              "are no runs", file=sys.stderr)
+    runs_dir = args.runs_dir
+    results_dir, named_results = _results_dir(args.results_dir)
     try:
-        written = build_report(args.runs_dir, args.out, args.papers_dir, args.files_root, results_dir, args.jobs)
-    except (FileExistsError, ValueError) as exc:
+        check_named_store(results_dir if named_results else None, "--results-dir")
+        _note_missing_stores(runs_dir, results_dir)
+        written = build_report(runs_dir, args.out, args.papers_dir, args.files_root, results_dir, args.jobs)
+    except (FileExistsError, ValueError, UserError) as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2
     for path in written:

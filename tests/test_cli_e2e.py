@@ -161,7 +161,7 @@ def test_nan_loss_is_stored_as_diverged(env, capsys):
     assert "diverged: babi/nan_model" in out
     why = [line for line in err.splitlines() if line.startswith("diverged: ")]  # the console says why, once
     assert len(why) == 1 and "non-finite training loss (nan) at step 1" in why[0], err
-    assert "the same command retries from it" in why[0] and "smaller learning rate" in why[0]
+    assert "repeats the same steps" in why[0] and "smaller learning rate" in why[0]
     assert "Traceback" not in out + err
 
 

@@ -8,7 +8,11 @@
 * An unfinished run (``running`` after a kill, ``interrupted``, ``failed``, ``diverged``) resumes from its
   last intact checkpoint. A damaged ``results.json`` is set aside (renamed, never deleted) and the run
   resumes from its checkpoints; the runners do the same with a damaged checkpoint.
-* SIGTERM is handled like Ctrl-C: the run is stored as ``interrupted`` and the same command resumes it.
+* SIGTERM is handled like Ctrl-C: the run is stored as ``interrupted`` and the same command resumes it. While the
+  final status is written, Ctrl-C and SIGTERM wait (:func:`signals_deferred`), so a second Ctrl-C cannot leave
+  ``running`` behind; an unfinished attempt records the step and epoch its curve reached.
+* An unfinished member of a stack (``--seeds``) is resumed by its stack's command only; the solo command says so
+  before writing anything. Temporary files left by a killed atomic write are removed when a run starts or resumes.
 * Whatever happens, ``results.json`` ends with a status and the attempt's provenance: code commit and dirty
   flag, package versions, machine, and the fingerprint of the code that ran (:mod:`harness.provenance`).
 * The CPU vector-math functions are warmed up on one thread first (:mod:`harness.vector_math`), so that two
@@ -38,6 +42,7 @@ from harness.registry import load_entry
 from harness.runners.build import Prepared, build_before_start, prepare_task, train
 from harness.runs import (
     KEPT,
+    CurveWriter,
     Run,
     attempt_count,
     curve_damage,
@@ -138,6 +143,31 @@ def terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def signals_deferred() -> Iterator[list[int]]:
+    """Inside the block, Ctrl-C (SIGINT) and SIGTERM are held back instead of interrupting it (the block writes a
+    run's final status, which a second Ctrl-C must not cut short); the list it yields collects the signals that
+    came, for the caller to act on after the block. Only the main thread can own signal handlers; elsewhere
+    nothing changes."""
+    came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield came
+        return
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = {number: signal.getsignal(number) for number in held}
+
+    def handler(signum: int, frame: Any) -> None:
+        came.append(signum)
+
+    for number in held:
+        signal.signal(number, handler)
+    try:
+        yield came
+    finally:
+        for number, before in previous.items():
+            signal.signal(number, before)
+
+
 def check_targets(data: Any) -> None:
     """Every split's labels are among the task's classes (``info["num_classes"]``): a label out of range (a
     malformed data file) would otherwise stop the run with a traceback, after its directory exists."""
@@ -230,8 +260,103 @@ def already_completed(run: Run, composed: Composed, force: bool) -> bool:
     if not force and run.exists() and run.status == "completed":
         print("already completed (FORCE=1 retrains):")
         print(_summary_line(run, run.read_results()))
+        if _predictions_missing(run, composed):
+            print(f"its predictions are missing (the run was stopped before it wrote them): `harness predict "
+                  f"{run.path.name}` writes them from its checkpoint", flush=True)
         return True
     return False
+
+
+def _predictions_missing(run: Run, composed: Composed) -> bool:
+    """Whether a completed supervised single run lacks the predictions the launcher writes after it completes."""
+    from harness.runners.predictions import FOLDER, SUMMARY, TABLE
+
+    if composed.kind != "supervised" or composed.cfg.protocol.name != "single":
+        return False
+    folder = run.path / FOLDER
+    return not ((folder / TABLE).is_file() and (folder / SUMMARY).is_file())
+
+
+def refuse_stack_member(run: Run, composed: Composed, force: bool) -> None:
+    """An unfinished member of a stack (``--seeds``) resumes with its stack's command only: the solo runner cannot
+    read the stacked trainer's checkpoints. A UserError naming that command, before anything is written."""
+    if force or not run.exists() or run.damage():
+        return
+    results = run.read_results()
+    stack = results.get("stack")
+    if results.get("status") == "completed" or not (isinstance(stack, list) or _stacked_checkpoint(run)):
+        return
+    seeds = _stack_seeds(run, stack if isinstance(stack, list) else [])
+    seeds = seeds or [int(composed.cfg.seed)]
+    raise UserError(f"run {composed.run_id} is an unfinished member of a stack ({len(seeds)} seeds): its checkpoint "
+                    f"is the stacked trainer's, which this command cannot resume; resume it with the command that "
+                    f"started it, --seeds {','.join(map(str, seeds))} in place of --seed {composed.cfg.seed} "
+                    "(or --force to retrain this seed alone from scratch)")
+
+
+def _stacked_checkpoint(run: Run) -> bool:
+    """Whether a checkpoint of the run was written by the stacked trainer (read only: nothing is set aside)."""
+    from harness.runners.supervised import load_checkpoint
+
+    for path in (run.last_checkpoint, run.best_checkpoint):
+        if not path.exists():
+            continue
+        try:
+            harness_state = load_checkpoint(path).get("harness")
+        except Exception:  # noqa: BLE001  a damaged checkpoint: the resume deals with it
+            continue
+        return isinstance(harness_state, dict) and "stacked" in harness_state
+    return False
+
+
+def _stack_seeds(run: Run, stack: list[Any]) -> list[int]:
+    """The seeds of a stack's members (their run ids, beside ``run``), in the stack's order."""
+    seeds = []
+    for member in stack:
+        sibling = Run(run.path.parent / str(member))
+        try:
+            seeds.append(int(sibling.read_results()["seed"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return seeds
+
+
+def remove_leftover_temporaries(run: Run) -> None:
+    """Delete what killed atomic writes left in the run (``.NAME.XXXXXXXX.tmp``), with one line saying so."""
+    removed = run.remove_leftover_temporaries()
+    if removed:
+        print(f"{run.path}: removed {len(removed)} temporary file(s) left by a killed write "
+              f"({', '.join(sorted(p.name for p in removed))})", flush=True)
+
+
+def record_progress(run: Run, results: dict[str, Any]) -> None:
+    """For an unfinished supervised attempt: the step and epochs its curve (``metrics.csv``) reached, as a completed
+    run records them (the last epoch row), in ``steps``/``epochs`` and in the attempt's record."""
+    if results.get("status") == "completed" or not run.metrics_path.exists() or curve_damage(run.metrics_path):
+        return
+    rows = [row for row in CurveWriter(run.metrics_path).rows if "train/examples_per_s" in row]
+    if not rows:
+        return
+    reached = {"steps": int(rows[-1]["step"]), "epochs": int(rows[-1]["epoch"]) + 1}
+    results.update(reached)
+    attempts = results.get("attempts")
+    if isinstance(attempts, list) and attempts and isinstance(attempts[-1], dict):
+        attempts[-1].update(reached)
+
+
+def diverged_advice(run: Run, composed: Composed) -> str:
+    """What a diverged run's owner can do, truthfully: the same command resumes from the last checkpoint (or the
+    start) and, runs being deterministic, repeats the steps that diverged; a changed setting is a new run."""
+    checkpoint = next((path for path in (run.last_checkpoint, run.best_checkpoint, run.checkpoint_dir / "algorithm")
+                       if path.exists()), None)
+    where = (f"resumes from its last finite checkpoint ({checkpoint.relative_to(run.path)})" if checkpoint else
+             "starts it again from the first step (no checkpoint was written before the loss turned non-finite)")
+    if composed.kind == "rl":  # RLlib samples asynchronously: a resumed RL run does not replay its steps
+        return (f"The same command {where} and may diverge again; a change of setting (e.g. a smaller learning "
+                "rate, optim.lr) makes a new run, the usual cure.")
+    return (f"The same command {where} and repeats the same steps (runs are deterministic), so it diverges again, "
+            "as does --force; a change of setting (e.g. a smaller learning rate, optim.lr) makes a new run that "
+            "can get past it.")
 
 
 def open_tracker(run: Run, composed: Composed) -> Tracker:
@@ -258,6 +383,8 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     run = run_dir(cfg.task.name, cfg.model.name, composed.run_id, runs_dir)
     if already_completed(run, composed, force):
         return 0
+    if composed.kind == "supervised":
+        refuse_stack_member(run, composed, force)
     if composed.kind == "stepwise":
         from harness.runners.stepwise import build_stepwise
 
@@ -268,6 +395,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     if prepared.loaded is not None:  # supervised single runs
         check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
         check_targets(prepared.loaded)
+    remove_leftover_temporaries(run)
     previous = _existing(run, force, composed)
 
     mode = configure_environment()
@@ -277,6 +405,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     print(f"run {composed.run_id} ({'resuming' if attempt_count(results) > 1 else 'new'}; W&B {mode})", flush=True)
     tracker = open_tracker(run, composed)
     exit_code = 1
+    deferred: list[int] = []
     with terminate_as_interrupt():
         try:
             summary = _train(cfg, composed, prepared, run, tracker, results)
@@ -284,8 +413,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
             exit_code = 0
         except DivergedError as exc:
             results.update(status="diverged", error=str(exc))
-            print(f"diverged: {exc}. The last finite checkpoint is kept; the same command retries from it, and a "
-                  "smaller learning rate (a new run) is the usual cure.", file=sys.stderr, flush=True)
+            print(f"diverged: {exc}. {diverged_advice(run, composed)}", file=sys.stderr, flush=True)
         except UserError as exc:
             results.update(status="failed", error=str(exc))
             raise
@@ -296,9 +424,14 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
             results.update(status="failed", error=f"{type(exc).__name__}: {exc}")
             raise
         finally:
-            _finish(run, results, previous_wall + time.perf_counter() - started)
+            with signals_deferred() as deferred:  # a second Ctrl-C waits until the final status is stored
+                if composed.kind == "supervised" and cfg.protocol.name == "single":
+                    record_progress(run, results)
+                _finish(run, results, previous_wall + time.perf_counter() - started)
             tracker.summary(results.get("metrics") or {})
             tracker.finish(exit_code)
+    if deferred:  # Ctrl-C while the run was being stored as finished: it stands, and the command stops here
+        raise KeyboardInterrupt
     print(_summary_line(run, results), flush=True)
     if exit_code == 0 and prepared.loaded is not None and cfg.protocol.name == "single":
         from harness.runners.predictions import write_after_run

@@ -18,7 +18,9 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+import yaml
 from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from harness.config import Composed, recompose
 from harness.data import TARGET, TaskData, TensorDictDataset
@@ -33,6 +35,27 @@ from harness.runs import Run, default_runs_dir, now_iso
 from harness.vector_math import warm_vector_math
 
 
+def stored_config(run: Run, doing: str) -> dict[str, Any]:
+    """A run's config.yaml as a plain mapping; a one-line UserError naming the file when it is missing, does not
+    parse, or lacks the task and model names the run is composed again from."""
+    path = run.config_path
+    try:
+        stored = OmegaConf.to_container(OmegaConf.load(path))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file; the run cannot be {doing}") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, OmegaConfBaseException) as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UserError(f"{path} is damaged ({type(exc).__name__}: {problem}); the run cannot be {doing}") from None
+    if not isinstance(stored, dict):
+        raise UserError(f"{path} is damaged (holds a {type(stored).__name__}, not a mapping); the run cannot be "
+                        f"{doing}")
+    missing = [f"{section}.name" for section in ("task", "model")
+               if not isinstance(stored.get(section), dict) or not isinstance(stored[section].get("name"), str)]
+    if missing:
+        raise UserError(f"{path} is damaged (no {' or '.join(missing)}); the run cannot be {doing}")
+    return stored
+
+
 def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
                doing: str) -> tuple[Run, dict[str, Any], Composed, Prepared, TaskData]:
     """A completed single-protocol supervised run of the store: its results, its stored config (with
@@ -41,13 +64,17 @@ def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
     warm_vector_math()  # as a training run does: its evaluation computes what training's did, bit for bit
     run: Run = find_run(name, runs_dir or default_runs_dir())
     results = run.completed_results(doing)
-    stored = OmegaConf.to_container(OmegaConf.load(run.config_path))
-    assert isinstance(stored, dict)
+    stored = stored_config(run, doing)
     if REGISTRY.task(str(stored["task"]["name"])).kind != "supervised" or \
             (stored.get("protocol") or {}).get("name", "single") != "single":
         raise UserError(f"only single-protocol supervised runs can be {doing}")
     composed = recompose(stored, overrides)
-    prepared = prepare_task(composed)
+    try:
+        prepared = prepare_task(composed)
+    except OmegaConfBaseException as exc:  # a key today's task reads is not stored
+        missing = getattr(exc, "full_key", None) or str(exc).splitlines()[0]
+        raise UserError(f"{run.config_path} lacks {missing!s}, which the task needs (damaged, or written by an "
+                        f"older harness); the run cannot be {doing}") from None
     return run, results, composed, prepared, prepared.task.load()
 
 

@@ -39,7 +39,11 @@ from harness.runners.launch import (
     already_completed,
     check_run_config,
     check_targets,
+    diverged_advice,
     open_tracker,
+    record_progress,
+    remove_leftover_temporaries,
+    signals_deferred,
     terminate_as_interrupt,
 )
 from harness.runners.recorder import RunRecorder
@@ -53,8 +57,13 @@ from harness.vector_math import warm_vector_math
 def unstackable_reason(composed: Composed) -> str | None:
     """Why runs of this config cannot train as a stack (its kind, protocol or learning-rate policy), or None."""
     protocol = OmegaConf.select(composed.cfg, "protocol.name")  # only supervised configs have a protocol
-    if composed.kind != "supervised" or protocol != "single":
-        return f"only supervised single runs stack; {composed.run_id} is {composed.kind}/{protocol}"
+    if composed.kind != "supervised":
+        kind = {"rl": "an RL", "stepwise": "a stepwise"}.get(composed.kind, f"a {composed.kind}")
+        return (f"--seeds stacks supervised runs only; {composed.task.name} is {kind} task: run one seed at a time "
+                "with --seed")
+    if protocol != "single":
+        return (f"--seeds stacks single-protocol runs only; this run's protocol is {protocol}: run one seed at a "
+                "time with --seed")
     if composed.cfg.optim.decay_below_val_loss is not None:
         return "optim.decay_below_val_loss would give the members different learning rates: run them one by one"
     return None
@@ -63,6 +72,15 @@ def unstackable_reason(composed: Composed) -> str | None:
 class UnstackableModelError(UserError):
     """The model's forward cannot run as one vmapped computation (data-dependent shapes or host reads): its
     seeds must train one by one (a sweep with ``stack_seeds`` then runs them so)."""
+
+
+def short_vmap_reason(text: str) -> str:
+    """vmap's error, shortened to what the model does that vmap cannot batch (its first sentence, at most 80
+    characters; ``.item()``, the usual case, named as such)."""
+    if ".item()" in text:
+        return "the model calls .item() on a tensor (reads its value on the host)"
+    sentence = text.removeprefix("vmap:").strip().split(". ")[0].rstrip(".")
+    return sentence if len(sentence) <= 80 else sentence[:77] + "..."
 
 
 def vmap_refusal(models: list[Any], data: Any) -> str | None:
@@ -178,8 +196,11 @@ class StackLaunch:
         if refusal:
             first = self.todo[0][0]
             raise UnstackableModelError(f"{first.cfg.model.name} cannot train as a stack on {first.task.name} "
-                                        f"({refusal}): train its seeds one by one")
+                                        f"(vmap cannot batch its forward: {short_vmap_reason(refusal)}): train its "
+                                        "seeds one by one, each with --seed")
         self._data = data
+        for _, _, run in self.todo:
+            remove_leftover_temporaries(run)
         previous = [_existing(run, self.force, composed) for composed, _, run in self.todo]
         mode = configure_environment()
         records = [_start(run, composed, prepared, prev)
@@ -200,6 +221,7 @@ class StackLaunch:
         print(f"stack of {len(members)} runs (W&B {mode}): {', '.join(ids)}", flush=True)
         started = time.perf_counter()
         summaries: dict[str, dict[str, Any]] = {}
+        self.deferred: list[int] = []
         with terminate_as_interrupt():
             try:
                 summaries = self._train(data, members, models)
@@ -214,6 +236,8 @@ class StackLaunch:
                 raise
             finally:
                 self._finish_all(members, records, summaries, walls, time.perf_counter() - started, trackers)
+        if self.deferred:  # Ctrl-C while the members were being stored as finished: they stand; stop here
+            raise KeyboardInterrupt
         return 0 if all(r["status"] == "completed" for r in records) else 1
 
     def _train(self, data: Any, members: list[Member], models: list[Any]) -> dict[str, dict[str, Any]]:
@@ -258,8 +282,12 @@ class StackLaunch:
                 record.update(summary, status="completed")
             elif isinstance(member.error, DivergedError):
                 record.update(status="diverged", error=str(member.error))
-                print(f"diverged: {run.path.name}: {member.error}", file=sys.stderr, flush=True)
-            _finish(run, record, wall + seconds)
+                print(f"diverged: {run.path.name}: {member.error}. {diverged_advice(run, composed)}",
+                      file=sys.stderr, flush=True)
+            with signals_deferred() as deferred:  # a second Ctrl-C waits until the final status is stored
+                record_progress(run, record)
+                _finish(run, record, wall + seconds)
+            self.deferred += deferred
             tracker.summary(record.get("metrics") or {})
             tracker.finish(0 if record["status"] == "completed" else 1)
             print(_summary_line(run, record), flush=True)

@@ -31,8 +31,10 @@ time (``sweeps/matrix_cpu.yaml``)::
     cell_time_cap_s: 600             # train / rl / stepwise.max_time_s: the smaller of this and the profile's
 
 ``harness sweep FILE --cells 'babi/*,relations_game/lstm'`` runs only the cells that match, and
-``--only task.babi_id=1,8`` (any sweep, repeatable) only those values of one of its grids: the trials left are
-the whole sweep's, with their run ids, so a sweep can be run in parts.
+``--only task.babi_id=1,8`` (any sweep) only those values of one of its grids: the trials left are the whole
+sweep's, with their run ids, so a sweep can be run in parts. ``--only`` repeats: for one key its values add up
+(``--only task.babi_id=1 --only task.babi_id=8`` is ``--only task.babi_id=1,8``), for different keys each narrows
+its own grid (the trials left match all of them).
 
 With ``stack_seeds: true`` the seeds of one trial point (same cell, same sampled values) are ONE trial, which
 trains them as a stack (:func:`harness.runners.stacked_launch.launch_stack`, ``docs/stacked_runs.md``); each
@@ -58,8 +60,11 @@ each model's config with every value the space can take at its ends.
 
 A trial composes its config exactly as ``make bench`` does and calls the same launcher, so its run is
 resumable, reported without retraining once completed, and stored as ``failed`` (the other trials go on)
-when it raises. A trial whose mistake is caught before its run directory exists (a malformed data file)
-leaves no run; the sweep's table still lists it, with its status and the one-line reason.
+when it raises. A sweep stopped part-way (Ctrl-C: Ray Tune catches it and ends the sweep) lists each trial that
+had not reported with what the run store holds for it (its run id computed as the trial computes it), and says
+that the same command resumes the sweep: completed runs are reported, the others resume from their checkpoints.
+A trial whose mistake is caught before its run directory exists (a malformed data file) leaves no run; the
+sweep's table still lists it, with its status and the one-line reason.
 
 Two modes:
 
@@ -96,7 +101,8 @@ from typing import Any
 import yaml
 from omegaconf import OmegaConf
 
-from harness.errors import SweepStopped, UserError
+from harness import PROJECT_ROOT
+from harness.errors import SweepStopped, UserError, did_you_mean
 from harness.tracking import close_service
 
 SPACE_TYPES = ("grid", "choice", "uniform", "loguniform", "randint")
@@ -130,12 +136,13 @@ class Sweep:
     cells: list[str] | None = None  # only the cells matching these task/model patterns (``--cells``)
     stack_seeds: bool = False  # the seeds of one trial point train as one stack, in one trial
     reuse_processes: bool = False  # a finished trial's process runs the next trial (Tune's reuse_actors)
+    only: dict[str, dict[str, Any]] = field(default_factory=dict)  # ``--only``, per key (command line, not the file)
 
 
 def load_sweep(path: Path) -> Sweep:
     """Read and check a sweep file; every mistake is a UserError naming the file."""
     if not path.is_file():
-        raise UserError(f"no sweep file {path}")
+        raise UserError(f"no sweep file {path}{_sweep_file_hint(path)}")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
@@ -148,7 +155,7 @@ def load_sweep(path: Path) -> Sweep:
     data = {} if data is None else data
     if not isinstance(data, dict):
         raise UserError(f"{path}: a sweep file is a mapping (name, task, models, ...), not a {type(data).__name__}")
-    known = set(Sweep.__dataclass_fields__)
+    known = set(Sweep.__dataclass_fields__) - {"only"}  # chosen on the command line (--only)
     unknown = sorted(str(key) for key in set(data) - known - {"description"})
     if unknown:
         raise UserError(f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
@@ -169,6 +176,17 @@ def load_sweep(path: Path) -> Sweep:
     if problem:
         raise UserError(f"{path}: {problem}")
     return Sweep(**data)
+
+
+def _sweep_file_hint(path: Path) -> str:
+    """For a sweep file that does not exist: where sweep files live, and the closest one of ``sweeps/``."""
+    folder = PROJECT_ROOT / "sweeps"
+    named = {found.stem: found for found in sorted(folder.glob("*.yaml"))}
+    suffix = did_you_mean(path.stem, named)
+    close = suffix.split("'")[1] if suffix.count("'") == 2 else ""
+    if close in named:
+        return f" (did you mean {os.path.relpath(named[close])}?)"
+    return suffix or f"; the sweep files are {os.path.relpath(folder)}/<name>.yaml"
 
 
 def _is_int(value: Any) -> bool:
@@ -342,14 +360,35 @@ def narrow_grid(sweep: Sweep, choice: str) -> None:
     """Run only some values of one of the sweep's grids (``--only KEY=V1,V2``): ``KEY`` is a grid key of its
     ``space`` or of a matrix sweep's ``task_grid``, and each value must be one the file lists, so every trial
     left is one of the whole sweep's, with the same run id. The values are read as a YAML flow list, so a list
-    value is written in brackets: ``model.operations=[write],[write,move]``."""
+    value is written in brackets: ``model.operations=[write],[write,move]``. Called again for the same key, the
+    values add up (each call narrows the file's grid, not the one left by the last call)."""
+    key, chosen = _only_choice(sweep, choice)
+    grids = sweep.only.setdefault(key, _file_grids(sweep, key))
+    file_values = [*(grids["space"] or []), *(value for values in grids["tasks"].values() for value in values)]
+    listed = dict.fromkeys(_flow(value) for value in file_values)
+    missing = [value for value in chosen if value not in listed]
+    if missing:
+        raise UserError(f"--only {key}: {', '.join(missing)} not among the sweep's values ({', '.join(listed)})")
+    wanted = grids["chosen"] = [*grids["chosen"], *(value for value in chosen if value not in grids["chosen"])]
+    if grids["space"] is not None:
+        sweep.space[key] = {**sweep.space[key], "values": [v for v in grids["space"] if _flow(v) in wanted]}
+    for task, values in grids["tasks"].items():
+        kept = [v for v in values if _flow(v) in wanted]
+        if not kept:
+            raise UserError(f"--only {key}: none of {', '.join(sorted(wanted))} is in task {task}'s grid "
+                            f"({', '.join(_flow(v) for v in values)})")
+        sweep.task_grid[task] = {**sweep.task_grid[task], key: kept}
+
+
+def _only_choice(sweep: Sweep, choice: str) -> tuple[str, list[str]]:
+    """``--only KEY=V1,V2`` read: the key (one of the sweep's grids) and the values, each as :func:`_flow` writes
+    it."""
     key, sep, text = choice.partition("=")
     key = key.strip()
     if not sep or not key:
         raise UserError(f"--only {choice!r}: expected KEY=VALUE[,VALUE...], e.g. task.babi_id=1,2")
-    grids = {k: spec["values"] for k, spec in sweep.space.items() if spec["type"] == "grid"}
-    task_grids = {task: keys[key] for task, keys in sweep.task_grid.items() if key in keys}
-    if key not in grids and not task_grids:
+    grids = {k for k, spec in sweep.space.items() if spec["type"] == "grid"}
+    if key not in grids and not any(key in keys for keys in sweep.task_grid.values()):
         known = sorted({*grids, *(k for keys in sweep.task_grid.values() for k in keys)})
         raise UserError(f"--only {key}: not a grid of sweep {sweep.name}; its grids: {', '.join(known) or 'none'}")
     try:
@@ -358,20 +397,16 @@ def narrow_grid(sweep: Sweep, choice: str) -> None:
         chosen = None
     if not isinstance(chosen, list) or not chosen or any(value is None for value in chosen):
         raise UserError(f"--only {choice!r}: the values must be a comma-separated list, e.g. {key}=1,2")
-    listed = dict.fromkeys(_flow(value) for value in
-                           [*grids.get(key, []), *(value for values in task_grids.values() for value in values)])
-    wanted = {_flow(value) for value in chosen}
-    missing = [value for value in map(_flow, chosen) if value not in listed]
-    if missing:
-        raise UserError(f"--only {key}: {', '.join(missing)} not among the sweep's values ({', '.join(listed)})")
-    if key in grids:
-        sweep.space[key] = {**sweep.space[key], "values": [v for v in grids[key] if _flow(v) in wanted]}
-    for task, values in task_grids.items():
-        kept = [v for v in values if _flow(v) in wanted]
-        if not kept:
-            raise UserError(f"--only {key}: none of {', '.join(sorted(wanted))} is in task {task}'s grid "
-                            f"({', '.join(_flow(v) for v in values)})")
-        sweep.task_grid[task] = {**sweep.task_grid[task], key: kept}
+    return key, list(dict.fromkeys(_flow(value) for value in chosen))
+
+
+def _file_grids(sweep: Sweep, key: str) -> dict[str, Any]:
+    """The values the sweep file gives grid ``key`` (its space's, each task's of ``task_grid``), before any
+    ``--only``, and the values chosen so far (none)."""
+    spec = sweep.space.get(key)
+    space = list(spec["values"]) if spec and spec["type"] == "grid" else None
+    tasks = {task: list(keys[key]) for task, keys in sweep.task_grid.items() if key in keys}
+    return {"space": space, "tasks": tasks, "chosen": []}
 
 
 def _split_entry(entry: str) -> tuple[str, str]:
@@ -655,7 +690,18 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
             run_config=tune.RunConfig(name=sweep.name, storage_path=str(runs_dir / "_tune"), verbose=1),
         )
         grid = fit_sweep(tuner, sweep.name)
-        rows = [row for result in grid for row in _rows(result)]
+        return sweep_rows(list(grid), sweep, runs_dir)
+
+
+def sweep_rows(results: list[Any], sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
+    """The rows of Tune's results, sorted by trial; when Tune stopped trials before they reported (Ctrl-C), what
+    the run store holds for them, and one line saying how the sweep goes on."""
+    rows = [row for result in results for row in _rows(result, sweep, runs_dir)]
+    stopped = sum(_reported_nothing(result) for result in results)
+    if stopped:
+        print(f"sweep {sweep.name} was stopped (interrupted) before {stopped} of its {len(results)} trials reported: "
+              "the same `harness sweep` command resumes it (completed runs are reported, not retrained; the others "
+              "resume from their checkpoints), so Ray's Tuner.restore is not needed", flush=True)
     return sorted(rows, key=lambda row: row["trial"])
 
 
@@ -671,13 +717,58 @@ def fit_sweep(tuner: Any, name: str) -> Any:
                            "and the same command runs the rest") from exc
 
 
-def _rows(result: Any) -> list[dict[str, Any]]:
-    """The rows of one finished trial: its own (:func:`_row`), or one per member of a stacked trial."""
+def _rows(result: Any, sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
+    """The rows of one finished trial: its own (:func:`_row`), or one per member of a stacked trial. A trial that
+    reported nothing (the sweep was stopped first) is described by what the run store holds."""
     config = result.config or {}
+    configs = member_trials(config) if "seeds" in config else [config]
+    if _reported_nothing(result):
+        return [_stored_row(sweep, trial, runs_dir) for trial in configs]
     if "seeds" not in config:
         return [_row(result)]
     members = json.loads((result.metrics or {}).get("members") or "{}")
-    return [_row(result, member, members.get(str(member["seed"])) or {}) for member in member_trials(config)]
+    return [_row(result, member, members.get(str(member["seed"])) or {}) for member in configs]
+
+
+def _reported_nothing(result: Any) -> bool:
+    """Whether Tune ended the trial before it reported or raised: the sweep was stopped (Ctrl-C) first."""
+    return not (result.metrics or {}).get("status") and "members" not in (result.metrics or {}) and not result.error
+
+
+def _stored_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path) -> dict[str, Any]:
+    """The row of a trial that reported nothing, from the run store: its run id computed as the trial computes it
+    (the composed config, with the data pinned), then its ``results.json``."""
+    from harness.runners.build import prepare_task
+    from harness.runs import owner_state
+
+    label, resume = trial_label(trial), "the same sweep command resumes it"
+    try:
+        composed = compose_trial(sweep, trial)
+        prepare_task(composed)
+    except Exception as exc:  # noqa: BLE001  the trial would have failed the same way
+        return {"trial": label, "run_id": None, "status": "failed", "reason": _reason(exc), "metrics": {}}
+    results = stored_results(composed, runs_dir)
+    status = (results or {}).get("status")
+    if results is None:
+        status, reason = "interrupted", f"the sweep stopped before its run started; {resume}"
+    elif status == "completed":
+        reason = ""
+    elif status == "running" and owner_state(results) == "alive":
+        reason = "its run is still being written by another process"
+    elif status in ("running", "interrupted"):
+        status, reason = "interrupted", f"the sweep stopped its run; {resume} from its checkpoint"
+    else:
+        reason = _one_line(str(results.get("error") or status))
+    metrics = (results or {}).get("metrics") or {}
+    return {"trial": label, "run_id": composed.run_id, "status": status, "reason": reason,
+            "metrics": {k: v for k, v in metrics.items() if "/" in k and k.startswith(("test", "eval/"))}}
+
+
+def compose_trial(sweep: Sweep, trial: dict[str, Any]) -> Any:
+    """The composed config of one (unstacked) trial, as :func:`run_trial` composes it."""
+    from harness.config import compose
+
+    return compose(*trial_cell(sweep, trial), sweep.profile, trial_overrides(sweep, trial))
 
 
 def _row(result: Any, config: dict[str, Any] | None = None, metrics: dict[str, Any] | None = None) -> dict[str, Any]:

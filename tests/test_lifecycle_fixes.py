@@ -1,0 +1,221 @@
+"""Robustness of a run's life: killed runs in the listing, a second Ctrl-C while the final status is written, a
+stack member resumed alone, a stopped sweep's table, repeated ``--only``, missing predictions, leftover temporary
+files, the advice on a diverged run and the refusals of ``--seeds``. Each test is seconds long (smoke profile)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import types
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from harness import cli
+from harness.cli import main
+from harness.errors import UserError
+from harness.registry import REGISTRY, ModelSpec
+from harness.runners import launch as launch_module
+from harness.runners import tune
+from harness.runners.stacked_launch import short_vmap_reason
+from harness.runs import owner_state, run_dir
+from tests.conftest import ROOT, only_run
+
+RELATIONS = ["bench", "--task", "relations_game", "--model", "mlp1", "--profile", "smoke", "train.max_epochs=1"]
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def _fake_run(runs: Path, run_id: str, **fields: object) -> Path:
+    path = runs / "babi" / "lstm" / run_id
+    path.mkdir(parents=True)
+    (path / "results.json").write_text(json.dumps({"run_id": run_id, "task": "babi", "model": "lstm", **fields}))
+    return path
+
+
+def _results(run: Path) -> dict:
+    return json.loads((run / "results.json").read_text())
+
+
+def test_runs_marks_a_running_run_whose_process_is_gone_but_not_one_of_another_host(env, capsys):
+    runs = Path(env["HARNESS_RUNS_DIR"])
+    here = socket.gethostname()
+    _fake_run(runs, "a-killed", status="running", owner={"host": here, "pid": _dead_pid()})
+    _fake_run(runs, "b-elsewhere", status="running", owner={"host": here + "-other", "pid": _dead_pid()})
+    assert main(["runs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    row = {line.split()[0]: line for line in lines[1:3]}
+    assert cli.GONE in row["a-killed"]
+    assert row["b-elsewhere"].split()[1] == "running" and "gone" not in row["b-elsewhere"]
+    assert owner_state({"status": "running", "owner": {"host": here, "pid": os.getpid()}}) is None  # itself
+    assert "1 run(s) say running but their process has ended" in lines[-1]
+
+
+def test_a_second_ctrl_c_while_the_final_status_is_written_leaves_the_run_interrupted(env, monkeypatch, capsys):
+    real_train, real_code_files = launch_module._train, launch_module.code_files
+
+    def train_then_ctrl_c(*args, **kwargs):
+        real_train(*args, **kwargs)  # the curve reaches its last epoch
+        raise KeyboardInterrupt  # the first Ctrl-C
+
+    def second_ctrl_c():
+        os.kill(os.getpid(), signal.SIGINT)  # lands while _finish fingerprints the code
+        return real_code_files()
+
+    monkeypatch.setattr(launch_module, "_train", train_then_ctrl_c)
+    monkeypatch.setattr(launch_module, "code_files", second_ctrl_c)
+    assert main(RELATIONS) == 130
+    assert "interrupted; the same command resumes the run" in capsys.readouterr().err
+    results = _results(only_run(Path(env["HARNESS_RUNS_DIR"])))
+    assert results["status"] == "interrupted"
+    assert (results["steps"], results["epochs"]) == (4, 1)  # the progress the curve reached, not 0
+    assert (results["attempts"][-1]["steps"], results["attempts"][-1]["status"]) == (4, "interrupted")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is restored
+
+
+def test_an_unfinished_stack_member_is_not_resumed_alone_and_a_completed_one_is_reported(env, capsys):
+    stack = ["bench", "--task", "relations_game", "--model", "mlp1", "--profile", "smoke", "train.max_epochs=1"]
+    assert main([*stack, "--seeds", "8,9"]) == 0
+    runs = Path(env["HARNESS_RUNS_DIR"])
+    member = next(runs.glob("*/*/*-s8-*"))
+    results = _results(member)
+    results["status"] = "interrupted"  # as a kill leaves it (its checkpoint is the stacked trainer's)
+    (member / "results.json").write_text(json.dumps(results))
+    before = {p: p.read_bytes() for p in member.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main([*stack, "--seed", "8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--seeds 8,9 in place of --seed 8" in err and "Traceback" not in err
+    assert {p: p.read_bytes() for p in member.rglob("*") if p.is_file()} == before  # nothing written
+    assert main([*stack, "--seed", "9"]) == 0
+    out = capsys.readouterr().out
+    assert "already completed" in out and "predictions are missing" not in out
+
+
+def test_a_completed_run_without_predictions_says_how_to_write_them(env, capsys):
+    assert main(RELATIONS) == 0
+    run = only_run(Path(env["HARNESS_RUNS_DIR"]))
+    for path in (run / "predictions").iterdir():
+        path.unlink()
+    capsys.readouterr()
+    assert main(RELATIONS) == 0
+    out = capsys.readouterr().out
+    assert "already completed" in out and f"`harness predict {run.name}` writes them" in out
+
+
+def test_leftover_temporary_files_of_killed_writes_are_removed_when_the_run_resumes(env, capsys):
+    assert main(RELATIONS) == 0
+    run = only_run(Path(env["HARNESS_RUNS_DIR"]))
+    results = _results(run)
+    results["status"] = "interrupted"
+    (run / "results.json").write_text(json.dumps(results))
+    leftovers = [run / "checkpoints" / ".last.ckpt.k3x_9ab2.tmp", run / ".results.json.abcdefgh.tmp"]
+    others = [run / "checkpoints" / ".notes.tmp", run / "checkpoints" / "last.ckpt.tmp"]
+    for path in [*leftovers, *others]:
+        path.write_text("x")
+    assert main(RELATIONS) == 0
+    assert not any(path.exists() for path in leftovers)
+    assert all(path.exists() for path in others)  # only atomic_write's naming pattern
+    assert "removed 2 temporary file(s) left by a killed write" in capsys.readouterr().out
+
+
+class NaNModel(__import__("torch").nn.Module):
+    def __init__(self, cfg, info):
+        super().__init__()
+        import torch
+
+        self.w = torch.nn.Parameter(torch.zeros(info["num_classes"]))
+
+    def forward(self, story, story_len, query):
+        return self.w.expand(story.shape[0], -1) * float("nan")
+
+
+def test_the_diverged_advice_mentions_a_checkpoint_only_when_there_is_one(env, capsys):
+    module = types.ModuleType("harness_test_lifecycle_nan")
+    module.NaNModel = NaNModel
+    sys.modules[module.__name__] = module
+    lstm = REGISTRY.model("lstm")
+    REGISTRY.add_model(ModelSpec(name="nan_model2", title="", shape="recurrent",
+                                 interfaces={"story": f"{module.__name__}:NaNModel"}, config=lstm.config))
+    try:
+        assert main(["bench", "--task", "babi", "--model", "nan_model2", "--profile", "smoke"]) == 1
+    finally:
+        REGISTRY._extra_models.pop("nan_model2")
+    (why,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("diverged: ")]
+    assert "no checkpoint was written" in why and "checkpoint (" not in why
+    assert "repeats the same steps" in why and "optim.lr" in why
+    run = only_run(Path(env["HARNESS_RUNS_DIR"]))
+    (run / "checkpoints").mkdir(exist_ok=True)
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"")
+    composed = SimpleNamespace(kind="supervised")
+    assert "resumes from its last finite checkpoint (checkpoints/last.ckpt)" in launch_module.diverged_advice(
+        launch_module.Run(run), composed)
+
+
+def test_seeds_refusals_are_plain(env, capsys):
+    assert main(["bench", "--task", "cartpole", "--model", "mlp_agent", "--profile", "smoke", "--seeds", "0,1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("error: --seeds stacks supervised runs only; cartpole is an RL task: run one seed at a time with "
+                   "--seed")
+    long_reason = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling "
+                   ".item() on a Tensor, please try to rewrite what you're doing with other operations. If error is "
+                   "occurring somewhere inside PyTorch internals, please file a bug report.")
+    assert short_vmap_reason(long_reason) == "the model calls .item() on a tensor (reads its value on the host)"
+    assert short_vmap_reason("vmap: " + "x" * 200 + ". More.") == "x" * 77 + "..."
+
+
+def test_a_stopped_sweeps_trials_are_read_from_the_run_store(tmp_path, capsys):
+    sweep = tune.Sweep(name="lc", task="relations_game", models=["mlp1"], profile="smoke", seeds=[0, 1, 2],
+                       overrides=["train.max_epochs=1"])
+    runs = tmp_path / "runs"
+    ids = {}
+    for seed, fields in ((0, {"status": "completed", "metrics": {"test/acc": 0.75}}),
+                         (1, {"status": "running", "owner": {"host": socket.gethostname(), "pid": _dead_pid()}})):
+        trial = {"model": "mlp1", "seed": seed, "space": {}}
+        composed = tune.compose_trial(sweep, trial)
+        launch_module.prepare_task(composed)  # the data fingerprint is part of the run id
+        run = run_dir("relations_game", "mlp1", composed.run_id, runs)
+        run.path.mkdir(parents=True)
+        run.write_results({"run_id": composed.run_id, "task": "relations_game", "model": "mlp1", **fields})
+        ids[seed] = composed.run_id
+    nothing = [SimpleNamespace(config={"model": "mlp1", "seed": seed, "space": {}}, metrics={}, error=None)
+               for seed in (0, 1, 2)]
+    rows = tune.sweep_rows(nothing, sweep, runs)
+    assert [(r["run_id"], r["status"]) for r in rows] == [(ids[0], "completed"), (ids[1], "interrupted"),
+                                                          (rows[2]["run_id"], "interrupted")]
+    assert rows[0]["metrics"] == {"test/acc": 0.75} and "resumes it from its checkpoint" in rows[1]["reason"]
+    assert rows[2]["run_id"] and "before its run started" in rows[2]["reason"]
+    out = capsys.readouterr().out
+    assert "sweep lc was stopped (interrupted) before 3 of its 3 trials reported" in out
+    assert "the same `harness sweep` command resumes it" in out
+
+
+def test_repeated_only_for_one_key_adds_values_and_for_two_keys_narrows_both(tmp_path):
+    sweep = tune.load_sweep(ROOT / "sweeps" / "babi_tpr_rnn_ablations_cpu.yaml")
+    tune.narrow_grid(sweep, "task.babi_id=15")
+    tune.narrow_grid(sweep, "task.babi_id=1")
+    tune.narrow_grid(sweep, "model.operations=[write]")
+    assert sweep.space["task.babi_id"]["values"] == [1, 15]
+    assert sweep.space["model.operations"]["values"] == [["write"]]
+    with pytest.raises(UserError, match="21 not among the sweep's values"):
+        tune.narrow_grid(sweep, "task.babi_id=21")
+    bad = tmp_path / "only.yaml"  # --only is the command line's, not a key of the file
+    bad.write_text((ROOT / "sweeps" / "babi_smoke.yaml").read_text() + "only: {}\n")
+    with pytest.raises(UserError, match=r"unknown key\(s\) only"):
+        tune.load_sweep(bad)
+
+
+def test_a_missing_sweep_file_suggests_the_close_one_of_sweeps():
+    with pytest.raises(UserError, match=r"no sweep file babi_smok \(did you mean sweeps/babi_smoke.yaml\?\)"):
+        tune.load_sweep(Path("babi_smok"))
+    with pytest.raises(UserError, match=r"the sweep files are sweeps/<name>.yaml"):
+        tune.load_sweep(Path("zzzz_qqqq"))
