@@ -384,8 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cells", default=None, metavar="PATTERNS",
                    help="a matrix sweep's cells to run, as task/model patterns: 'babi/*,relations_game/lstm'")
     p.add_argument("--only", action="append", default=None, metavar="KEY=VALUES",
-                   help="run only these values of one of the sweep's grids (repeatable), e.g. task.babi_id=1,8 or "
-                        "'model.operations=[write],[write,move]'; the trials keep their run ids")
+                   help="run only these values of one of the sweep's grids, e.g. task.babi_id=1,8 or "
+                        "'model.operations=[write],[write,move]'; repeated for one key its values add up, for "
+                        "different keys each narrows its own grid; the trials keep their run ids")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("report", help="build the HTML report (reports/out/): your runs beside the reference runs")
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
