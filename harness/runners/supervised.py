@@ -2,9 +2,11 @@
 
 The model is a plain ``nn.Module`` that maps a batch's input tensors to class logits; this module wraps
 it with the loss, the metrics, the optimiser and the learning-rate policy. The run's progress is
-checkpointed at every validation, so the same command resumes an interrupted run from
+checkpointed whenever a validation improves the monitored metric (Lightning 2.6's ``save_last=True`` writes
+``last.ckpt`` only beside a new ``best.ckpt``), so the same command resumes an interrupted run from
 ``checkpoints/last.ckpt`` and, because batch order depends only on (seed, epoch) and the RNG state is
-checkpointed, finishes with the same metrics as an uninterrupted run.
+checkpointed, finishes with the same metrics as an uninterrupted run; the epochs since the last improvement are
+trained again.
 """
 
 from __future__ import annotations
