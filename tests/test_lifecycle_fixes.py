@@ -25,6 +25,7 @@ from harness.runners import tune
 from harness.runners.stacked_launch import short_vmap_reason
 from harness.runs import owner_state, run_dir
 from tests.conftest import ROOT, only_run
+from tests.test_cli_e2e import NaNModel
 
 RELATIONS = ["bench", "--task", "relations_game", "--model", "mlp1", "--profile", "smoke", "train.max_epochs=1"]
 
@@ -126,17 +127,6 @@ def test_leftover_temporary_files_of_killed_writes_are_removed_when_the_run_resu
     assert not any(path.exists() for path in leftovers)
     assert all(path.exists() for path in others)  # only atomic_write's naming pattern
     assert "removed 2 temporary file(s) left by a killed write" in capsys.readouterr().out
-
-
-class NaNModel(__import__("torch").nn.Module):
-    def __init__(self, cfg, info):
-        super().__init__()
-        import torch
-
-        self.w = torch.nn.Parameter(torch.zeros(info["num_classes"]))
-
-    def forward(self, story, story_len, query):
-        return self.w.expand(story.shape[0], -1) * float("nan")
 
 
 def test_the_diverged_advice_mentions_a_checkpoint_only_when_there_is_one(env, capsys):
