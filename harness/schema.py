@@ -13,7 +13,8 @@ a task's or model's YAML for its own), keyed by the dotted name::
 Fields: ``type`` (``int``, ``float``, ``bool``, ``str``, ``list``, ``dict``, or a list of them), ``nullable``
 (default false), ``choices`` (the allowed values; implies the type of the first), ``min`` / ``max``
 (numbers; for lists, every item), ``items`` (the type of every item of a list), ``length`` (the number of
-items a list must have, e.g. 2 for Adam's betas). A declared entry may also
+items a list must have, e.g. 2 for Adam's betas), ``item_choices`` (the values every item of a list must be
+one of), ``unique`` (no item twice) and ``min_length`` (the fewest items). A declared entry may also
 refine a key whose default is typed (e.g. ``train.batch_size: {min: 1}``). A float key (and every item of
 a list of floats) also refuses nan, infinities and magnitudes beyond float32's (about 3.4e38), which torch
 cannot hold. :func:`check_value` names the key, the value and what was expected, as one line.
@@ -34,7 +35,7 @@ TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,), "float": (int, float), "bool": (bool,), "str": (str,), "list": (list, ListConfig),
     "dict": (dict, DictConfig),
 }
-FIELDS = ("type", "nullable", "choices", "min", "max", "items", "length")
+FIELDS = ("type", "nullable", "choices", "min", "max", "items", "length", "item_choices", "unique", "min_length")
 FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32: a float key's value reaches torch as one
 
 
@@ -49,6 +50,9 @@ class KeyType:
     maximum: float | None = None
     items: str | None = None
     length: int | None = None
+    item_choices: tuple[Any, ...] | None = None
+    unique: bool = False
+    min_length: int | None = None
 
     def describe(self) -> str:
         if self.choices is not None:
@@ -57,6 +61,7 @@ class KeyType:
             text = " or ".join(f"a{'n' if t == 'int' else ''} {t}" for t in self.types)
             if self.length is not None and self.types == ("list",):
                 text = f"a list of {self.length} {self.items or 'value'}s"
+            text += self._list_rules()
             if self.minimum is not None and self.maximum is not None:
                 text += f" in [{_num(self.minimum)}, {_num(self.maximum)}]"
             elif self.minimum is not None:
@@ -64,6 +69,17 @@ class KeyType:
             elif self.maximum is not None:
                 text += f" <= {_num(self.maximum)}"
         return text + (" (or null)" if self.nullable else "")
+
+    def _list_rules(self) -> str:
+        """What a list must also satisfy, as text: its items' choices, distinct items, its fewest items."""
+        rules = []
+        if self.item_choices is not None:
+            rules.append("items from " + ", ".join(map(str, self.item_choices)))
+        if self.unique:
+            rules.append("each at most once")
+        if self.min_length:
+            rules.append(f"at least {self.min_length}")
+        return f" ({'; '.join(rules)})" if rules else ""
 
 
 def _runs(choices: tuple[Any, ...]) -> list[str]:
@@ -114,9 +130,14 @@ def parse_entry(key: str, entry: Any, where: str) -> dict[str, Any]:
             raise UserError(f"{where}: schema entry '{key}' has type {name!r}; one of {', '.join(TYPES)}")
     if entry.get("items") is not None and entry["items"] not in TYPES:
         raise UserError(f"{where}: schema entry '{key}' has items {entry['items']!r}; one of {', '.join(TYPES)}")
-    length = entry.get("length")
-    if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 0):
-        raise UserError(f"{where}: schema entry '{key}' has length {length!r}; a number of items (an int >= 0)")
+    for field in ("length", "min_length"):
+        count = entry.get(field)
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+            raise UserError(f"{where}: schema entry '{key}' has {field} {count!r}; a number of items (an int >= 0)")
+    if entry.get("item_choices") is not None and not isinstance(entry["item_choices"], list | tuple):
+        raise UserError(f"{where}: schema entry '{key}' has item_choices {entry['item_choices']!r}; a list of values")
+    if entry.get("unique") is not None and not isinstance(entry["unique"], bool):
+        raise UserError(f"{where}: schema entry '{key}' has unique {entry['unique']!r}; true or false")
     return dict(entry)
 
 
@@ -140,6 +161,8 @@ def key_type(key: str, default: Any, declared: Mapping[str, Any] | None) -> KeyT
         choices=tuple(choices) if choices else None,
         minimum=declared.get("min"), maximum=declared.get("max"), items=declared.get("items"),
         length=declared.get("length"),
+        item_choices=tuple(declared["item_choices"]) if declared.get("item_choices") is not None else None,
+        unique=bool(declared.get("unique", False)), min_length=declared.get("min_length"),
     )
 
 
@@ -171,6 +194,8 @@ def check_value(key: str, value: Any, kind: KeyType, origin: str = "") -> None:
             fail()
     if isinstance(value, list | ListConfig) and kind.length is not None and len(value) != kind.length:
         fail()
+    if isinstance(value, list | ListConfig) and not _list_fits(list(value), kind):
+        fail()
     floats = "float" in kind.types or kind.items == "float"
     for number in numbers:
         if isinstance(number, bool) or not isinstance(number, int | float):
@@ -179,6 +204,15 @@ def check_value(key: str, value: Any, kind: KeyType, origin: str = "") -> None:
             _check_float(key, number, origin)
         if (kind.minimum is not None and number < kind.minimum) or (kind.maximum is not None and number > kind.maximum):
             fail()
+
+
+def _list_fits(items: list[Any], kind: KeyType) -> bool:
+    """Whether a list meets its declared item choices, distinctness and fewest items."""
+    if kind.item_choices is not None and not all(item in kind.item_choices for item in items):
+        return False
+    if kind.unique and len({repr(item) for item in items}) != len(items):
+        return False
+    return kind.min_length is None or len(items) >= kind.min_length
 
 
 def _check_float(key: str, number: float, origin: str) -> None:

@@ -187,3 +187,19 @@ def test_predict_names_a_key_the_stored_config_lacks(env, tmp_path, capsys):
     run = fake_run(tmp_path / "runs")  # task and model names only
     line = refused(capsys, ["predict", run.name], "lacks task.")
     assert str(run / "config.yaml") in line
+
+
+@pytest.mark.parametrize(("task", "model", "override"), [
+    ("babi", "tpr_rnn", "model.operations=[write,write]"),
+    ("babi", "tpr_rnn", "model.operations=[]"),
+    ("babi", "tpr_rnn", "model.operations=[wrte]"),
+    ("relations_game", "predinet", "task.tasks=[same,same]"),
+    ("relations_game", "predinet", "task.tasks=[sme]"),
+    ("relations_game", "predinet", "task.test_sets=[stripes,stripes]"),
+])
+def test_a_list_option_with_an_unknown_or_repeated_item_is_refused_by_validate(task, model, override, capsys):
+    """The schema's item_choices / unique / min_length: caught when the config is composed, so `validate` refuses
+    what `bench` would (a repeated item would otherwise train under a new run id)."""
+    assert main(["validate", "--task", task, "--model", model, "--profile", "smoke", override]) == 2
+    err = capsys.readouterr().err
+    assert f"bad value for '{override.split('=')[0]}'" in err and "Traceback" not in err
