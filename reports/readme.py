@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from reports.babi_generator import babi_generator_section
 from reports.markdown import table as _table
 from reports.papers import PaperSpec, TableSpec, load_papers
 from reports.perf import speed_section
@@ -834,8 +835,9 @@ def _papers_only(section: Callable[[list[RunRecord], list[PaperSpec]], list[str]
     return lambda runs, papers: section([run for run in runs if not in_matrix(run)], papers)
 
 
+BABI_SECTION = _papers_only(babi_section)
 SECTIONS: tuple[Callable[[list[RunRecord], list[PaperSpec]], list[str]], ...] = (
-    _papers_only(babi_section), _papers_only(relations_section), _papers_only(rl_section), lra_section,
+    BABI_SECTION, _papers_only(relations_section), _papers_only(rl_section), lra_section,
     world_state_section, matrix_section)
 
 
@@ -874,6 +876,8 @@ def render(results_dir: Path = RESULTS_DIR, papers_dir: Path = PAPERS_DIR) -> st
         lines += [*(world_state_section(runs, papers, results_dir) if section is world_state_section
                     else section(runs, papers)), ""]
         if section is lra_section and (generator := pathfinder_generator_section(results_dir)):
+            lines += [*generator, ""]
+        if section is BABI_SECTION and (generator := babi_generator_section(results_dir)):
             lines += [*generator, ""]
     if speed := speed_section(results_dir):
         lines += [*speed, ""]

@@ -1,0 +1,44 @@
+"""tasks/babi/compare.py: the generator-against-files statistics behind the README's bAbI generator table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.paths import data_dir
+from reports.babi_generator import babi_generator_section
+from tasks.babi import compare
+
+STORY = ["1 Mary moved to the bathroom.\n", "2 John went to the hallway.\n", "3 Where is Mary? \tbathroom\t1\n",
+         "4 Daniel went back to the hallway.\n", "5 Where is John? \thallway\t2\n", "1 Sandra went to the garden.\n",
+         "2 Where is Sandra? \tgarden\t1\n"]
+
+
+def test_a_story_is_parsed_with_how_far_back_each_first_support_lies():
+    stories = compare.parse(STORY)
+    assert [len(story.statements) for story in stories] == [3, 1]
+    assert [(q.answer, q.first_support_back) for q in stories[0].questions] == [("bathroom", 2), ("hallway", 2)]
+    assert stories[1].questions[0].first_support_back == 1
+    assert compare.describe(stories) == {"stories": 2, "questions": 3, "statements_per_story": 2.0,
+                                         "questions_per_story": 1.5, "vocabulary": 16}  # 14 words, "." and "?"
+
+
+def test_total_variation_is_zero_for_equal_and_one_for_disjoint_distributions():
+    assert compare.total_variation({"a": 0.5, "b": 0.5}, {"b": 0.5, "a": 0.5}) == 0
+    assert compare.total_variation({"a": 1.0}, {"b": 1.0}) == 1
+    assert compare.total_variation({"a": 0.75, "b": 0.25}, {"a": 0.25, "b": 0.75}) == pytest.approx(0.5)
+
+
+@pytest.mark.skipif(not (data_dir() / "babi" / "en-10k").is_dir(), reason="the official bAbI files are not staged")
+def test_task_1_generated_matches_the_files_and_the_readme_section_renders_the_record(tmp_path: Path):
+    stored = compare.main(["--tasks", "1", "--json", str(tmp_path / "generators" / "babi.json")])
+    task = stored["tasks"]["1"]
+    assert task["official"]["questions"] == task["generated"]["questions"] == 11_000
+    assert task["generated"]["statements_per_story"] == task["official"]["statements_per_story"] == 10
+    assert task["generated"]["vocabulary"] == task["official"]["vocabulary"]
+    assert task["answers_tv"] < task["answers_tv_train_test"] and task["support_tv"] < task["support_tv_train_test"]
+    assert json.loads((tmp_path / "generators" / "babi.json").read_text())["tasks"]["1"] == task
+    section = babi_generator_section(tmp_path)
+    assert section[0].startswith("### bAbI: our generator") and section[-1].startswith("| 1 | 11,000 | 10.00 / 10.00")
