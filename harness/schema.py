@@ -194,8 +194,9 @@ def check_value(key: str, value: Any, kind: KeyType, origin: str = "") -> None:
             fail()
     if isinstance(value, list | ListConfig) and kind.length is not None and len(value) != kind.length:
         fail()
-    if isinstance(value, list | ListConfig) and not _list_fits(list(value), kind):
-        fail()
+    problem = _list_problem(list(value), kind) if isinstance(value, list | ListConfig) else None
+    if problem:
+        raise UserError(f"bad value for '{key}'{origin}: {problem}")
     floats = "float" in kind.types or kind.items == "float"
     for number in numbers:
         if isinstance(number, bool) or not isinstance(number, int | float):
@@ -206,13 +207,21 @@ def check_value(key: str, value: Any, kind: KeyType, origin: str = "") -> None:
             fail()
 
 
-def _list_fits(items: list[Any], kind: KeyType) -> bool:
-    """Whether a list meets its declared item choices, distinctness and fewest items."""
-    if kind.item_choices is not None and not all(item in kind.item_choices for item in items):
-        return False
-    if kind.unique and len({repr(item) for item in items}) != len(items):
-        return False
-    return kind.min_length is None or len(items) >= kind.min_length
+def _list_problem(items: list[Any], kind: KeyType) -> str | None:
+    """What breaks a list's declared item choices, distinctness or fewest items, naming the item; None if none."""
+    if kind.min_length is not None and len(items) < kind.min_length:
+        return f"{items!r} has {len(items)} item(s); at least {kind.min_length} needed"
+    if kind.item_choices is not None:
+        for item in items:
+            if item not in kind.item_choices:
+                return f"{item!r} is not one of {', '.join(map(str, kind.item_choices))}"
+    if kind.unique:
+        seen: set[str] = set()
+        for item in items:
+            if repr(item) in seen:
+                return f"{item!r} is listed twice"
+            seen.add(repr(item))
+    return None
 
 
 def _check_float(key: str, number: float, origin: str) -> None:
