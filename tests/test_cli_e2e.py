@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -143,17 +145,24 @@ class NaNModel(torch.nn.Module):
         return self.w.expand(story.shape[0], -1) * float("nan")
 
 
-def test_nan_loss_is_stored_as_diverged(env, capsys):
-    module = types.ModuleType("harness_test_nan_model")
+@contextmanager
+def nan_model_registered(name: str) -> Iterator[None]:
+    """:class:`NaNModel` as model ``name`` (the LSTM's config, on bAbI's story interface) inside the block."""
+    module = types.ModuleType(f"harness_test_{name}")
     module.NaNModel = NaNModel
     sys.modules[module.__name__] = module
     lstm = REGISTRY.model("lstm")
-    REGISTRY.add_model(ModelSpec(name="nan_model", title="", shape="recurrent",
+    REGISTRY.add_model(ModelSpec(name=name, title="", shape="recurrent",
                                  interfaces={"story": f"{module.__name__}:NaNModel"}, config=lstm.config))
     try:
-        code = main(["bench", "--task", "babi", "--model", "nan_model", "--profile", "smoke"])
+        yield
     finally:
-        REGISTRY._extra_models.pop("nan_model")
+        REGISTRY._extra_models.pop(name)
+
+
+def test_nan_loss_is_stored_as_diverged(env, capsys):
+    with nan_model_registered("nan_model"):
+        code = main(["bench", "--task", "babi", "--model", "nan_model", "--profile", "smoke"])
     assert code == 1
     results = json.loads((only_run(Path(env["HARNESS_RUNS_DIR"])) / "results.json").read_text())
     assert results["status"] == "diverged" and "non-finite training loss" in results["error"]

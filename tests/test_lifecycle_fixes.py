@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import types
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,13 +18,12 @@ import pytest
 from harness import cli
 from harness.cli import main
 from harness.errors import UserError
-from harness.registry import REGISTRY, ModelSpec
 from harness.runners import launch as launch_module
 from harness.runners import tune
 from harness.runners.stacked_launch import short_vmap_reason
 from harness.runs import owner_state, run_dir
 from tests.conftest import ROOT, only_run
-from tests.test_cli_e2e import NaNModel
+from tests.test_cli_e2e import nan_model_registered
 
 RELATIONS = ["bench", "--task", "relations_game", "--model", "mlp1", "--profile", "smoke", "train.max_epochs=1"]
 
@@ -131,16 +129,8 @@ def test_leftover_temporary_files_of_killed_writes_are_removed_when_the_run_resu
 
 
 def test_the_diverged_advice_mentions_a_checkpoint_only_when_there_is_one(env, capsys):
-    module = types.ModuleType("harness_test_lifecycle_nan")
-    module.NaNModel = NaNModel
-    sys.modules[module.__name__] = module
-    lstm = REGISTRY.model("lstm")
-    REGISTRY.add_model(ModelSpec(name="nan_model2", title="", shape="recurrent",
-                                 interfaces={"story": f"{module.__name__}:NaNModel"}, config=lstm.config))
-    try:
+    with nan_model_registered("nan_model2"):
         assert main(["bench", "--task", "babi", "--model", "nan_model2", "--profile", "smoke"]) == 1
-    finally:
-        REGISTRY._extra_models.pop("nan_model2")
     (why,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("diverged: ")]
     assert "no checkpoint was written" in why and "checkpoint (" not in why
     assert "repeats the same steps" in why and "optim.lr" in why
