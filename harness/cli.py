@@ -231,21 +231,9 @@ def _check_babi_args(args: argparse.Namespace) -> None:
     for flag, count in (("--n-train", args.n_train), ("--n-test", args.n_test)):
         if count < 1:
             raise UserError(f"data babi {flag} must be at least 1, got {count}")
-    _check_out_folder(Path(args.out), "data babi --out")
+    from harness.paths import check_can_create_in
 
-
-def _check_out_folder(out: Path, what: str) -> None:
-    """A one-line UserError unless ``out`` is a folder, or can be made one, that this process can write into
-    (probed with an empty folder, removed again)."""
-    import tempfile
-
-    existing = next(p for p in (out, *out.absolute().parents) if p.exists())
-    if not existing.is_dir():
-        raise UserError(f"{what} {out}: {existing} is a file, not a folder")
-    try:
-        Path(tempfile.mkdtemp(prefix=".write-probe-", dir=existing)).rmdir()
-    except OSError as exc:
-        raise UserError(f"{what} {out}: cannot write into {existing} ({exc.strerror or type(exc).__name__})") from None
+    check_can_create_in(Path(args.out), f"data babi --out {args.out}")
 
 
 def _headline(metrics: dict) -> str:
@@ -290,12 +278,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print("no runs found" if not (args.imports or args.stale) else
               f"none of the {everything} runs {'imported ' + ', '.join(watched) if args.imports else 'is stale'}")
         return 0
+    statuses = [_run_status(row) for row in rows]  # each a process check: once per run
     table = [["run_id", "status", "held-out metrics"]]
-    for row in rows:
-        status = _run_status(row) + (", stale" if stale[str(row.get("run_id"))] else "")
-        table.append([str(row.get("run_id")), status, _headline(row.get("metrics") or {})])
+    for row, status in zip(rows, statuses, strict=True):
+        shown = status + (", stale" if stale[str(row.get("run_id"))] else "")
+        table.append([str(row.get("run_id")), shown, _headline(row.get("metrics") or {})])
     print(_table(table))
-    gone = sum(_run_status(row) == GONE for row in rows)
+    gone = statuses.count(GONE)
     if gone:
         print(f"{gone} run(s) say running but their process has ended (killed): the command that started each "
               "resumes it from its last checkpoint")

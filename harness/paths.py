@@ -55,6 +55,24 @@ def check_data_dir() -> None:
     check_writable_folder(cache_dir(), "HARNESS_CACHE_DIR" if "HARNESS_CACHE_DIR" in os.environ else "cache folder")
 
 
+def check_can_create_in(start: Path, refused: str) -> None:
+    """The nearest of ``start`` and its parents that exists must be a folder in which this process can create a
+    folder, probed with an empty one (removed again): otherwise a one-line UserError beginning ``refused``. A
+    probe, not :func:`check_writable_folder`'s permission bits, because as root a folder such as ``/proc`` passes
+    ``os.access`` and still refuses a new folder."""
+    import tempfile
+
+    from harness.errors import UserError
+
+    existing = next(p for p in (start, *start.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise UserError(f"{refused}: {existing} is a file, not a folder")
+    try:
+        Path(tempfile.mkdtemp(prefix=".write-probe-", dir=existing)).rmdir()
+    except OSError as exc:
+        raise UserError(f"{refused}: cannot write into {existing} ({exc.strerror or type(exc).__name__})") from None
+
+
 def check_writable_folder(path: Path, what: str) -> None:
     """A folder the harness will write into may not exist yet, but the part of it that exists must be a folder
     this process can write: otherwise a one-line error naming ``what`` (e.g. ``HARNESS_RUNS_DIR``)."""

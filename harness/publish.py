@@ -29,6 +29,7 @@ import yaml
 
 from harness import PROJECT_ROOT
 from harness.errors import UserError
+from harness.paths import check_can_create_in
 from harness.runs import Run, default_runs_dir
 
 RESULTS_DIR = PROJECT_ROOT / "results"
@@ -87,15 +88,8 @@ def check_destination(results_dir: Path) -> None:
     into (checked before anything is copied)."""
     if results_dir.exists() and not results_dir.is_dir():
         raise UserError(f"cannot publish to {results_dir}: it is a file, not a folder (give --to a folder)")
-    existing = next((p for p in (results_dir, *results_dir.parents) if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        raise UserError(f"cannot publish to {results_dir}: {existing} is a file, not a folder")
-    try:
-        results_dir.parent.mkdir(parents=True, exist_ok=True)
-        Path(tempfile.mkdtemp(prefix=".publish-probe-", dir=results_dir.parent)).rmdir()
-    except OSError as exc:
-        raise UserError(f"cannot publish to {results_dir}: cannot create a folder in {results_dir.parent} "
-                        f"({exc.strerror or type(exc).__name__})") from None
+    check_can_create_in(results_dir.parent, f"cannot publish to {results_dir}")  # the staging folder goes there
+    results_dir.parent.mkdir(parents=True, exist_ok=True)
 
 
 def distinct_runs(names: list[str], runs_dir: Path) -> list[Run]:

@@ -36,6 +36,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 from harness.errors import UserError
+from harness.paths import check_can_create_in
 from reports import figures, tables
 from reports.papers import PaperSpec, load_papers
 from reports.store import REFERENCE, YOURS, RunRecord, load_stores, variant_label
@@ -274,16 +275,7 @@ def check_writable(out_dir: Path) -> None:
     """A one-line UserError unless the site can be written at ``out_dir``: the nearest folder that exists on
     its way must be a folder this process can create folders in (probed with an empty folder, removed again)."""
     out_dir = Path(out_dir)
-    existing = next((p for p in out_dir.parents if p.exists()), None)
-    if existing is None:
-        return
-    if not existing.is_dir():
-        raise UserError(f"cannot write the report to {out_dir}: {existing} is a file, not a folder")
-    try:
-        Path(tempfile.mkdtemp(prefix=".report-probe-", dir=existing)).rmdir()
-    except OSError as exc:
-        raise UserError(f"cannot write the report to {out_dir}: cannot create a folder in {existing} "
-                        f"({exc.strerror or type(exc).__name__}); choose another --out") from None
+    check_can_create_in(out_dir.parent, f"cannot write the report to {out_dir} (choose another --out)")
 
 
 def check_named_store(path: Path | None, flag: str) -> None:
