@@ -532,12 +532,11 @@ def member_trials(trial: dict[str, Any]) -> list[dict[str, Any]]:
 def run_stack_trial(trial: dict[str, Any], sweep: Sweep) -> dict[str, Any]:
     """Run the seeds of one trial point (local mode) as one stack when its config can stack, otherwise one after
     another as unstacked trials. Reports ``members``: each seed's outcome (:func:`run_trial`'s), as JSON."""
-    from harness.config import compose
     from harness.runners.stacked_launch import unstackable_reason
 
     members, runs_dir = member_trials(trial), Path(os.environ["HARNESS_RUNS_DIR"])
     try:
-        stack = [compose(*trial_cell(sweep, m), sweep.profile, trial_overrides(sweep, m)) for m in members]
+        stack = [compose_trial(sweep, member) for member in members]
     except UserError:
         stack = []  # each member's own trial reports the mistake
     outcomes = _stack_outcomes(stack, runs_dir) if stack and not unstackable_reason(stack[0]) else None
@@ -574,15 +573,13 @@ def run_trial(trial: dict[str, Any], sweep: Sweep, store: Any = None) -> dict[st
     metrics, and the run store it trained in. ``store`` is the driver's :class:`DriverStore` in cluster mode
     (the run trains in the node-local store ``$HARNESS_TRIAL_DIR`` and is sent home), None in local mode
     (the run store itself)."""
-    from harness.config import compose
     from harness.runners.launch import launch
 
-    overrides = trial_overrides(sweep, trial)
     runs_dir = Path(os.environ["HARNESS_TRIAL_DIR" if store is not None else "HARNESS_RUNS_DIR"])
     error: BaseException | None = None
     composed, sender = None, None
     try:
-        composed = compose(*trial_cell(sweep, trial), sweep.profile, overrides)
+        composed = compose_trial(sweep, trial)
         if store is None:
             launch(composed, runs_dir=runs_dir)
         else:
@@ -614,13 +611,12 @@ def stored_results(composed: Any, runs_dir: Path) -> dict[str, Any] | None:
 def _receive(trial: dict[str, Any], sweep: Sweep, store: Any, root: Path) -> Any:
     """Cluster mode, before the run: pin the run id (it holds the data fingerprint), clear this node's stale copy
     of the run and put the driver's copy (if any) in its place. Returns the run's sender."""
-    from harness.config import compose
     from harness.runners.launch import prepare_task
     from harness.runners.run_transfer import RunSender, node_id, run_key, through_ray
     from harness.runs import Run
 
     label = trial_label(trial)
-    pinned = compose(*trial_cell(sweep, trial), sweep.profile, trial_overrides(sweep, trial))
+    pinned = compose_trial(sweep, trial)
     prepare_task(pinned)
     key = run_key(pinned.cfg.task.name, pinned.cfg.model.name, pinned.run_id)
     local_run = root / key
