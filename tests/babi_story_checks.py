@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import random
 import re
-from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Protocol, TypeVar
 
 import pytest
 
+from tasks.babi.compare import distribution, total_variation
 from tests.conftest import SHARED_DATA
 
 T = TypeVar("T")
@@ -262,20 +262,9 @@ def yardstick(real: dict[str, Stories], gap: Gap) -> float:
     return max(gap(real["train"], real["test"]), sum(halves) / len(halves))
 
 
-def distribution(values: list[K]) -> dict[K, float]:
-    """The share of each value."""
-    counts = Counter(values)
-    return {key: count / len(values) for key, count in counts.items()}
-
-
 def max_gap(p: Mapping[K, float], q: Mapping[K, float]) -> float:
     """The largest difference between two distributions on one value."""
     return max(abs(p.get(key, 0.0) - q.get(key, 0.0)) for key in set(p) | set(q))
-
-
-def total_variation(p: Mapping[K, float], q: Mapping[K, float]) -> float:
-    """The total variation distance between two distributions."""
-    return 0.5 * sum(abs(p.get(key, 0.0) - q.get(key, 0.0)) for key in set(p) | set(q))
 
 
 def answer_distribution(stories: Stories) -> dict[str, float]:
