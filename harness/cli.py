@@ -116,10 +116,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from omegaconf import OmegaConf
 
-    from harness.runners.launch import prepare_task
+    from harness.registry import load_entry
+    from harness.runners.launch import build_and_check, prepare_task
 
     composed = _compose(args)
-    prepare_task(composed)  # the task checks its settings and pins its data source
+    prepared = prepare_task(composed)  # the task checks its settings and pins its data source
+    if composed.task.data_check:
+        load_entry(composed.task.data_check)(composed.cfg.task)
+    build_and_check(composed, prepared)  # what `bench` refuses before it writes anything, refused here too
     print(f"# run_id: {composed.run_id}")
     print(OmegaConf.to_yaml(composed.cfg), end="")
     return 0
@@ -168,19 +172,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.runs import default_runs_dir
-    from reports.build import check_named_store, check_writable
-    from reports.build import main as build_main
+    from reports.build import report
 
-    runs = args.runs_dir or str(default_runs_dir())
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"report --jobs must be at least 1, got {args.jobs}")
-    if args.results_dir:  # a reference store named on the command line must exist ('' reads none)
-        check_named_store(Path(args.results_dir), "--results-dir")
-    check_writable(Path(args.out))
-    jobs = ["--jobs", str(args.jobs)] if args.jobs is not None else []
-    results = ["--results-dir", args.results_dir] if args.results_dir is not None else []
-    return build_main(["--runs-dir", runs, "--out", args.out, *results, *jobs])
+    results = Path(args.results_dir) if args.results_dir is not None else None
+    return report(Path(args.runs_dir) if args.runs_dir else None, Path(args.out), results, args.jobs)
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -351,7 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="tasks, models and the task x model matrix").set_defaults(func=cmd_list)
     for name, func, text in (("bench", cmd_bench, "train and test one (task, model) pair"),
-                             ("validate", cmd_validate, "print the resolved config of a run without running it")):
+                             ("validate", cmd_validate, "print the resolved config of a run without training it "
+                                                        "(its data is loaded and its model built, as bench does)")):
         p = sub.add_parser(name, help=text)
         p.add_argument("--task", required=True)
         p.add_argument("--model", required=True)

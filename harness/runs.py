@@ -170,7 +170,10 @@ class Run:
         .tmp``, nothing else); returns them. Only for a run no live process writes."""
         if not self.path.is_dir():
             return []
-        leftovers = [path for path in self.path.rglob(".*.tmp") if path.is_file() and is_atomic_temporary(path)]
+        leftovers = []
+        for folder, subfolders, files in os.walk(self.path):
+            subfolders[:] = [name for name in subfolders if name != "wandb"]  # W&B's own files: never ours
+            leftovers += [Path(folder, name) for name in files if is_atomic_temporary(Path(name))]
         for path in leftovers:
             path.unlink(missing_ok=True)
         return leftovers

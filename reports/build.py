@@ -347,16 +347,41 @@ def _note_missing_stores(runs_dir: Path, results_dir: Path | None) -> None:
     """A note on stderr when a store is missing: none at all (the index says there are no runs), or the run
     store (the report shows the reference runs only)."""
     if not runs_dir.is_dir() and (results_dir is None or not results_dir.is_dir()):
-        print(f"report: neither {runs_dir} nor the reference store exists; writing an index that says there "
-              "are no runs", file=sys.stderr)
+        print(f"report: neither {runs_dir} nor the reference store exists; the index says there are no runs",
+              file=sys.stderr)
     elif not runs_dir.is_dir():
         print(f"report: {runs_dir} does not exist; the report shows the reference runs only", file=sys.stderr)
 
 
+def report(runs_dir: Path | None, out_dir: Path, results_dir: Path | None = None, jobs: int | None = None,
+           papers_dir: Path = PAPERS_DIR, files_root: Path = FILES_ROOT) -> int:
+    """Build the site as ``harness report`` and ``python -m reports.build`` do and print the pages written; 0, or
+    a one-line UserError for a user's mistake (a named store missing, an ``--out`` that cannot be written or
+    is not a report folder).
+
+    ``runs_dir``: a run store the user named, which must exist, or None for the default one
+    (``$HARNESS_RUNS_DIR`` or ``runs``), whose absence is only noted (a fresh clone has none yet).
+    ``results_dir``: as ``--results-dir`` gives it (None: the shipped store; ``''``: none; else it must exist)."""
+    named_runs = runs_dir is not None
+    runs_dir = Path(runs_dir) if named_runs else Path(os.environ.get("HARNESS_RUNS_DIR", "runs"))
+    results_dir, named_results = _results_dir(results_dir)
+    check_named_store(runs_dir if named_runs else None, "--runs-dir")
+    check_named_store(results_dir if named_results else None, "--results-dir")
+    try:
+        written = build_report(runs_dir, Path(out_dir), papers_dir, files_root, results_dir, jobs)
+    except (FileExistsError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+    _note_missing_stores(runs_dir, results_dir)
+    for path in written:
+        print(f"wrote {path}")
+    print(f"index: {written[0]}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.build", description=__doc__.splitlines()[0])
-    parser.add_argument("--runs-dir", type=Path, default=Path(os.environ.get("HARNESS_RUNS_DIR", "runs")),
-                        help="the run store (default: $HARNESS_RUNS_DIR or runs)")
+    parser.add_argument("--runs-dir", type=Path, default=None,
+                        help="the run store (default: $HARNESS_RUNS_DIR or runs); a folder named here must exist")
     parser.add_argument("--results-dir", type=Path, default=None,
                         help="the reference store (default: results/ in the repository); --results-dir '' for none; "
                              "a folder named here must exist")
@@ -370,19 +395,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs is not None and args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
-    runs_dir = args.runs_dir
-    results_dir, named_results = _results_dir(args.results_dir)
     try:
-        check_named_store(results_dir if named_results else None, "--results-dir")
-        _note_missing_stores(runs_dir, results_dir)
-        written = build_report(runs_dir, args.out, args.papers_dir, args.files_root, results_dir, args.jobs)
-    except (FileExistsError, ValueError, UserError) as exc:
+        return report(args.runs_dir, args.out, args.results_dir, args.jobs, args.papers_dir, args.files_root)
+    except UserError as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2
-    for path in written:
-        print(f"wrote {path}")
-    print(f"index: {written[0]}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -309,10 +309,16 @@ def test_unreadable_runs_and_stale_pages(tmp_path: Path) -> None:
     assert (out / "runs" / "babi-tpr_rnn-cpu-s0-a.html").exists()
 
 
-def test_missing_store_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_store_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                               monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "site"
-    assert main(["--runs-dir", str(tmp_path / "nope"), "--results-dir", "", "--out", str(out),
-                 "--files-root", str(tmp_path)]) == 0
+    # a run store the user named must exist (a typo must not give a report without their runs) ...
+    assert main(["--runs-dir", str(tmp_path / "nope"), "--results-dir", "", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == f"report: --runs-dir {tmp_path / 'nope'}: no such folder"
+    assert not out.exists()
+    # ... while the default one may be missing (a fresh clone has none yet): the index says there are no runs
+    monkeypatch.setenv("HARNESS_RUNS_DIR", str(tmp_path / "nope"))
+    assert main(["--results-dir", "", "--out", str(out), "--files-root", str(tmp_path)]) == 0
     captured = capsys.readouterr()
     assert "nor the reference store exists" in captured.err
     assert captured.out.splitlines()[-1] == f"index: {out / 'index.html'}"
@@ -326,15 +332,16 @@ def test_missing_store_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str
     other = tmp_path / "other"
     other.mkdir()
     (other / "keep.txt").write_text("mine")
-    assert main(["--runs-dir", str(tmp_path / "nope"), "--out", str(other)]) == 2
+    assert main(["--out", str(other)]) == 2
     assert (other / "keep.txt").read_text() == "mine"
     with pytest.raises(SystemExit) as refused:  # a process count below one is the user's mistake
-        main(["--runs-dir", str(tmp_path / "nope"), "--out", str(out), "--jobs", "0"])
+        main(["--out", str(out), "--jobs", "0"])
     assert refused.value.code == 2 and "--jobs must be at least 1, got 0" in capsys.readouterr().err
     from harness.cli import main as harness_main  # `harness report` passes --jobs on, and refuses the same mistake
 
-    assert harness_main(["report", "--runs-dir", str(tmp_path / "nope"), "--results-dir", "", "--out", str(out),
-                         "--jobs", "1"]) == 0
+    assert harness_main(["report", "--results-dir", "", "--out", str(out), "--jobs", "1"]) == 0
+    assert harness_main(["report", "--runs-dir", str(tmp_path / "nope"), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"error: --runs-dir {tmp_path / 'nope'}: no such folder"
     assert harness_main(["report", "--out", str(out), "--jobs", "0"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == "error: report --jobs must be at least 1, got 0"
 

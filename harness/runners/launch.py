@@ -321,6 +321,22 @@ def _stack_seeds(run: Run, stack: list[Any]) -> list[int]:
     return seeds
 
 
+def build_and_check(composed: Composed, prepared: Prepared) -> None:
+    """Load the data and build the model as the run will (a stepwise run: check its stream too), and check what
+    the data holds, so that a bad setting or data file is refused before anything is written; ``harness
+    validate`` runs the same checks."""
+    if composed.kind == "stepwise":
+        from harness.runners.stepwise import build_stepwise
+
+        model_entry = composed.model.interfaces[composed.task.interface]
+        prepared.model = build_stepwise(prepared.task, model_entry, composed.cfg, composed.task.name)
+    else:
+        build_before_start(composed, prepared)
+    if prepared.loaded is not None:  # supervised single runs
+        check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
+        check_targets(prepared.loaded)
+
+
 def remove_leftover_temporaries(run: Run) -> None:
     """Delete what killed atomic writes left in the run (``.NAME.XXXXXXXX.tmp``), with one line saying so."""
     removed = run.remove_leftover_temporaries()
@@ -385,16 +401,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
         return 0
     if composed.kind == "supervised":
         refuse_stack_member(run, composed, force)
-    if composed.kind == "stepwise":
-        from harness.runners.stepwise import build_stepwise
-
-        model_entry = composed.model.interfaces[composed.task.interface]
-        prepared.model = build_stepwise(prepared.task, model_entry, cfg, composed.task.name)
-    else:
-        build_before_start(composed, prepared)
-    if prepared.loaded is not None:  # supervised single runs
-        check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
-        check_targets(prepared.loaded)
+    build_and_check(composed, prepared)
     remove_leftover_temporaries(run)
     previous = _existing(run, force, composed)
 
