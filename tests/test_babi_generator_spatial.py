@@ -525,8 +525,8 @@ def _path_subjects(stories: Stories) -> dict[str, float]:
 
 
 def test_path_statement_positions(ours: dict[int, Stories]) -> None:
-    """The files tell the path statements late (the last statement is a path step in 57% of stories): total
-    variation distance of the pair of positions to the pooled released files."""
+    """The files tell the path statements late (the last statement is a path step in 58% of the 1k files'
+    stories): total variation distance of the pair of positions to the pooled released files."""
     assert_within_spread(_real_or_skip(19), ours[19],
                          lambda a, b: total_variation(_path_positions(a), _path_positions(b)))
 
@@ -587,8 +587,8 @@ def _later_tellings_cited(stories: Stories) -> dict[str, float]:
 
 @pytest.mark.parametrize("by", ["pair", "question"])
 def test_size_questions_ask_few_different_things(by: str, ours: dict[int, Stories]) -> None:
-    """The files' five questions concentrate on few pairs and few questions (57% of stories ask about one pair
-    only): total variation distance to the pooled released files."""
+    """The files' five questions concentrate on few pairs and few questions (60% of the 1k files' stories ask about
+    one pair only): total variation distance to the pooled released files."""
     assert_within_spread(_real_or_skip(18), ours[18],
                          lambda a, b: total_variation(_different_questions(a, by), _different_questions(b, by)))
 
@@ -644,7 +644,7 @@ def _real_10k_stories() -> dict[str, Stories] | None:
 
 @pytest.mark.parametrize("statistic", STOP_STATISTICS)
 def test_size_blocks_stop_early_as_often_as_in_the_files(statistic: str, ours: dict[int, Stories]) -> None:
-    """Of the files' 2,175 whole stories 36 have a block that stops after one to four questions (3.2 on average);
+    """Of the files' 2,175 whole stories 36 have a block that stops after one to four questions (3.25 on average);
     the story then goes on with five statements and a last block of five questions. Each statistic is compared with
     the pooled en-10k files within 1.5 times their own spread."""
     real = released_or_skip(_real_10k_stories(), "en-10k")
