@@ -55,46 +55,34 @@ def check_data_dir() -> None:
     check_writable_folder(cache_dir(), "HARNESS_CACHE_DIR" if "HARNESS_CACHE_DIR" in os.environ else "cache folder")
 
 
-def _nearest_existing(path: Path) -> Path:
-    """``path`` itself, or the nearest of its parents that exists."""
-    return next(p for p in (path, *path.absolute().parents) if p.exists())
-
-
-def _creation_refused(folder: Path) -> str | None:
-    """Why this process cannot create a folder inside ``folder`` (None when it can), probed with an empty one that
-    is removed again. A probe, not ``os.access``: as root a folder such as ``/proc`` passes ``os.access`` and
-    still refuses a new folder."""
+def _creation_refused(start: Path) -> str | None:
+    """Why this process cannot create a folder at ``start`` (None when it can): the nearest of ``start`` and its
+    parents that exists must be a folder in which a folder can be created, probed with an empty one that is
+    removed again. A probe, not ``os.access``: as root a folder such as ``/proc`` passes ``os.access`` and still
+    refuses a new folder."""
     import tempfile
 
+    existing = next(p for p in (start, *start.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
     try:
-        Path(tempfile.mkdtemp(prefix=".write-probe-", dir=folder)).rmdir()
+        Path(tempfile.mkdtemp(prefix=".write-probe-", dir=existing)).rmdir()
     except OSError as exc:
-        return exc.strerror or type(exc).__name__
+        return f"cannot write into {existing} ({exc.strerror or type(exc).__name__})"
     return None
 
 
 def check_can_create_in(start: Path, refused: str) -> None:
-    """The nearest of ``start`` and its parents that exists must be a folder in which this process can create a
-    folder: otherwise a one-line UserError beginning ``refused``."""
+    """A one-line UserError beginning ``refused`` unless a folder can be created at ``start`` (its nearest existing
+    part probed: :func:`_creation_refused`)."""
     from harness.errors import UserError
 
-    existing = _nearest_existing(start)
-    if not existing.is_dir():
-        raise UserError(f"{refused}: {existing} is a file, not a folder")
-    reason = _creation_refused(existing)
+    reason = _creation_refused(start)
     if reason is not None:
-        raise UserError(f"{refused}: cannot write into {existing} ({reason})")
+        raise UserError(f"{refused}: {reason}")
 
 
 def check_writable_folder(path: Path, what: str) -> None:
-    """A folder the harness will write into may not exist yet, but the part of it that exists must be a folder
-    this process can write (probed, as in :func:`check_can_create_in`): otherwise a one-line error naming
-    ``what`` (e.g. ``HARNESS_RUNS_DIR``)."""
-    from harness.errors import UserError
-
-    existing = _nearest_existing(path)
-    if not existing.is_dir():
-        raise UserError(f"{what} {path} is not a folder: {existing} is a file")
-    reason = _creation_refused(existing)
-    if reason is not None:
-        raise UserError(f"{what} {path} cannot be written: {existing} refuses a new folder ({reason})")
+    """A folder the harness will write into may not exist yet, but the part of it that exists must be a folder this
+    process can create folders in: otherwise a one-line error naming ``what`` (e.g. ``HARNESS_RUNS_DIR``)."""
+    check_can_create_in(path, f"{what} {path} cannot be used")

@@ -294,8 +294,8 @@ MISTAKES: list[Mistake] = [
     Mistake("a bAbI task that does not exist, no files", (*BABI, "task.babi_id=21"),
             "bad value for 'task.babi_id' (command line): 21 is not one of 1..20, all",
             environ(HARNESS_DATA_DIR="{tmp}")),
-    Mistake("--runs-dir is a file", (*BABI, "--runs-dir", "{tmp}/runs"), "is not a folder", a_file("runs")),
-    Mistake("HARNESS_CACHE_DIR is a file", (*BABI, "task.source=generator"), "is not a folder",
+    Mistake("--runs-dir is a file", (*BABI, "--runs-dir", "{tmp}/runs"), "is a file, not a folder", a_file("runs")),
+    Mistake("HARNESS_CACHE_DIR is a file", (*BABI, "task.source=generator"), "is a file, not a folder",
             lambda ctx: (a_file("cache")(ctx), ctx.monkeypatch.setenv("HARNESS_CACHE_DIR", str(ctx.tmp / "cache")))),
     # malformed bAbI files -------------------------------------------------------------------------------
     Mistake("bAbI question whose tabs were lost", BABI, f"{TRAIN}:3: a question without its tab-separated answer",
