@@ -94,8 +94,8 @@ perf-publish: $(STAMP)
 
 # Upload offline W&B runs (needs network and `wandb login`).
 sync: $(STAMP)
-	@runs=$$(find runs -type d -name 'offline-run-*' 2>/dev/null); \
-	if [ -z "$$runs" ]; then echo "no offline W&B runs under runs/"; else $(BIN)/wandb sync $$runs; fi
+	@store=$${HARNESS_RUNS_DIR:-runs}; runs=$$(find "$$store" -type d -name 'offline-run-*' 2>/dev/null); \
+	if [ -z "$$runs" ]; then echo "no offline W&B runs under $$store/"; else $(BIN)/wandb sync $$runs; fi
 
 clean:
 	rm -rf .cache .pytest_cache build *.egg-info

@@ -12,7 +12,8 @@ Steps, each leaving nothing half-written where the loaders look:
    paths, links out of the folder and device files; https://docs.python.org/3/library/tarfile.html#tarfile-extraction-filter),
    whose entries then move into ``<dest>/<folder>/``, replacing same-named ones. A corrupt archive is deleted.
 4. A marker ``<dest>/<folder>/.fetched.json`` (addresses, SHA-256s, time) is written last: with it a second
-   fetch answers "already present" without downloading, unless ``--force``. Unpacked tar archives are then
+   fetch answers "already present" without downloading, unless ``--force``; a folder that holds data without the
+   marker (put there by hand) is likewise left alone unless ``--force``. Unpacked tar archives are then
    deleted (LRA's is 7.7 GB); gzip files stay beside what they decompress to.
 """
 
@@ -193,6 +194,12 @@ def fetch(name: str, dest: str | None = None, url: str | None = None, sha256: st
                         "command")
     if marker.is_file() and not force:
         print(f"{name}: already present in {target} (fetched {_fetched_at(marker)}); --force downloads it again")
+        return target
+    held = sorted(entry.name for entry in target.iterdir() if not entry.name.startswith(".")) if target.is_dir() else []
+    if held and not force:  # data put there by hand (or by another tool): never replaced unasked
+        shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
+        print(f"{name}: {target} already holds data this command did not fetch ({shown}); the loaders read it as it "
+              f"is. --force downloads {name} and replaces same-named entries")
         return target
     print(f"{name}: {dataset.description}\n  licence: {dataset.licence}\n  into {target}")
     downloads = root / DOWNLOADS

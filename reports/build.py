@@ -63,6 +63,18 @@ def _number(value: Any, unit: str = "", decimals: int = 1) -> str:
     return f"{tables.fmt(value, decimals)}{unit}" if isinstance(value, int | float) else "–"
 
 
+def _progress(run: RunRecord) -> dict[str, Any]:
+    """Steps and epochs: from ``results.json``, which a run still running (or killed) has not brought up to date,
+    so for such a run from its curves so far."""
+    progress = {"steps": run.results.get("steps", "–"), "epochs": run.results.get("epochs", "–")}
+    curves = run.curves
+    if run.status == "running" and curves is not None and not curves.empty:
+        for key, column in (("steps", "step"), ("epochs", "epoch")):
+            if column in curves and curves[column].notna().any():
+                progress[key] = f"{int(curves[column].max()):,} (its curves so far)"
+    return progress
+
+
 def _run_info(run: RunRecord) -> dict[str, Any]:
     """The run page's summary table (steps, best checkpoint, timing, provenance)."""
     results = run.results
@@ -71,7 +83,7 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
     best = results.get("best") if isinstance(results.get("best"), dict) else None
     throughput = results.get("throughput") if isinstance(results.get("throughput"), dict) else {}
     return {
-        "steps": results.get("steps", "–"), "epochs": results.get("epochs", "–"),
+        **_progress(run),
         "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at step {best.get('step')}, "
                 f"epoch {best.get('epoch')}" if best else "–",
         "wall": _number(results.get("wall_time_s"), " s"),
@@ -372,8 +384,9 @@ def report(runs_dir: Path | None, out_dir: Path, results_dir: Path | None = None
     except (FileExistsError, ValueError) as exc:
         raise UserError(str(exc)) from None
     _note_missing_stores(runs_dir, results_dir)
-    for path in written:
-        print(f"wrote {path}")
+    run_pages = sum(path.parent == Path(out_dir) / "runs" for path in written)
+    print(f"wrote {len(written)} pages in {out_dir}: the index, {len(written) - 1 - run_pages} paper pages and "
+          f"{run_pages} run pages")
     print(f"index: {written[0]}")
     return 0
 

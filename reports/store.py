@@ -22,6 +22,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from harness.runs import owner_state
+
 UNREADABLE = "unreadable"
 REFERENCE = "reference"  # a run of the tracked reference store results/
 YOURS = "yours"  # a run of the user's run store runs/
@@ -45,6 +47,7 @@ class RunRecord:
     run_id: str
     results: dict[str, Any]
     status: str
+    gone: bool = False  # status "running", but its process on this host has ended (killed): harness.runs.owner_state
     config: dict[str, Any] = field(default_factory=dict)
     config_text: str | None = None
     curves: pd.DataFrame | None = None
@@ -412,7 +415,7 @@ def load_run(results_path: Path, runs_dir: Path) -> RunRecord:
         problems.append(f"results.json unreadable: {exc}")
     run = RunRecord(path=directory, rel_path=rel.as_posix(), task=str(results.get("task") or task),
                     model=str(results.get("model") or model), run_id=str(results.get("run_id") or run_id),
-                    results=results, status=status)
+                    results=results, status=status, gone=owner_state(results) == "gone")
     config_path = directory / "config.yaml"
     if config_path.exists():
         try:

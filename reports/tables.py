@@ -189,7 +189,8 @@ def run_row(run: RunRecord, head: Headline = TEST_ACC) -> dict[str, Any]:
     acc = run.metric(head.metric)
     wall = run.results.get("wall_time_s")
     return {
-        "run_id": run.run_id, "page": run.page, "status": run.status, "seed": run.seed, "origin": run.origin,
+        "run_id": run.run_id, "page": run.page, "status": run.status, "gone": run.gone, "seed": run.seed,
+        "origin": run.origin,
         "stale": run.is_stale,
         "variant": variant_label(run) if run.status != "unreadable" else "–",
         "acc": fmt(head.scale * acc) if acc is not None else "–",

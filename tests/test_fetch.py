@@ -142,6 +142,22 @@ def test_fetch_unpacks_into_the_layout_and_a_second_fetch_downloads_nothing(serv
     assert code == 0 and served.requests == requests + 1
 
 
+def test_data_put_there_by_hand_is_left_alone_unless_forced(server, tmp_path, capsys):
+    served, base = server
+    served.files["babi.tar.gz"] = BABI
+    mine = tmp_path / "babi" / "en" / "qa1_single-supporting-fact_train.txt"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("1 Sandra went home.\n")
+    code, out, err = fetch(["babi", "--url", f"{base}/babi.tar.gz", "--dest", str(tmp_path)], capsys)
+    assert code == 0, err
+    assert "already holds data this command did not fetch (en)" in out and "--force downloads babi" in out
+    assert served.requests == 0 and not (tmp_path / ".downloads").exists()
+    assert mine.read_text() == "1 Sandra went home.\n"
+    code, out, err = fetch(["babi", "--url", f"{base}/babi.tar.gz", "--dest", str(tmp_path), "--force"], capsys)
+    assert code == 0 and served.requests == 1, err
+    assert mine.read_text() == "1 John went out.\n"  # the release's same-named file replaced it, as the line said
+
+
 def test_babi_lands_where_the_babi_task_reads_it(server, tmp_path, capsys, monkeypatch):
     served, base = server
     served.files["babi.tar.gz"] = BABI

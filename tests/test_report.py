@@ -322,7 +322,7 @@ def test_missing_store_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str
     captured = capsys.readouterr()
     assert "nor the reference store exists" in captured.err
     assert captured.out.splitlines()[-1] == f"index: {out / 'index.html'}"
-    assert f"wrote {out / 'predinet.html'}" in captured.out
+    assert f"wrote {len(list(out.rglob('*.html')))} pages in {out}: the index, " in captured.out
     index = (out / "index.html").read_text()
     assert "No runs" in index and "no run yet" in index
     assert "no run yet" in (out / "predinet.html").read_text()
@@ -569,3 +569,27 @@ def test_curves_are_read_plain_or_gzipped_as_the_reference_store_keeps_them(tmp_
     assert "val/acc" in second.curves.columns and second.status == "completed"
     assert third.status == UNREADABLE and third.curves is None
     assert any("metrics.csv.gz unreadable" in problem for problem in third.problems), third.problems
+
+
+def test_a_killed_run_shows_as_such_with_the_progress_of_its_curves(tmp_path: Path) -> None:
+    """A run whose results.json still says ``running`` but whose process on this host has ended (SIGKILL) is shown
+    as killed, as ``harness runs`` shows it, and its steps come from its curves, not the 0 it recorded at its
+    start."""
+    import socket
+    import subprocess
+    import sys
+
+    runs = tmp_path / "runs"
+    killed = write_run(runs, "babi", "lstm", 0, status="running")
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    results = json.loads((killed / "results.json").read_text())
+    results.update(steps=0, epochs=0, owner={"host": socket.gethostname(), "pid": int(ended.stdout)})
+    (killed / "results.json").write_text(json.dumps(results))
+    write_run(runs, "babi", "lstm", 1, status="running")  # run elsewhere (no owner here): cannot be checked
+    out = tmp_path / "site"
+    build_report(runs, out, results_dir=None)
+    index = (out / "index.html").read_text()
+    assert index.count("running (its process is gone: killed?)") == 1
+    page = (out / "runs" / "babi-lstm-cpu-s0-a.html").read_text()
+    assert "running (its process is gone: killed?)" in page
+    assert "<td>40 (its curves so far) / 1 (its curves so far)</td>" in page
