@@ -32,9 +32,10 @@ subject is drawn uniformly from the last five *mentions* of actors (each stateme
 subject; "A and B ..." mentions A then B; a pronoun statement mentions its referent), keeping only
 actors whose latest move is among the last five statements. This one rule reproduces, in all four
 tasks, the released files' distribution of how far back the supporting fact lies (never more than
-five statements back). If no mention qualifies (possible only in task 6, after two object
-statements), no question is asked and two more statements follow, so task-6 stories are sometimes
-longer than 15 lines, as in the released file.
+five statements back; in task 11 the first of its two supporting facts can be six back). If no
+mention qualifies (possible only in task 6, after two object statements), no question is asked and
+two more statements follow, so task-6 stories are sometimes longer than 15 lines, as in the
+released file.
 
 * Task 1, single-supporting-fact: statements "X <verb> the L."; question "Where is X?", answered with
   X's current room, supported by X's latest move.

@@ -6,7 +6,8 @@ Recipes of the original Lua generator (facebookarchive/bAbI-tasks: ``lua/babi/ta
 ``EvalHasColor`` in ``lua/babi/stringify.lua``), with every detail where the released v1.2 files disagree with that
 code taken from the files (they came from an earlier version of the generator). Lines follow the conventions of
 :mod:`tasks.babi.generator`, except that in both tasks the question is followed directly by the tab (no space), as
-in the files.
+in the files. Figures of the files below are of the en-10k train and test files pooled, those of this generator of
+11,000 questions (seed 0).
 
 Task 15, basic deduction. Actors Gertrude, Winona, Jessica, Emily; animals mouse, sheep, wolf, cat (plurals mice,
 sheep, wolves, cats). Each animal is afraid of another animal drawn uniformly from the other three (as the Lua).
@@ -18,9 +19,9 @@ sorted supports), all read off the released files:
 
 * statements come one at a time: draw an animal uniformly; if its fear has not been told, tell it; otherwise draw
   an actor uniformly and, if that actor's animal has not been told yet, tell that the actor is this animal;
-  otherwise draw again. So the first statement is always a fear (2,500 of 2,500 stories in the files), an actor is
-  only ever said to be an animal whose fear was told before (10,000 of 10,000), each such animal equally likely,
-  and actors often share an animal (three distinct animals among the four actors in 50% of stories, two in 42%);
+  otherwise draw again. So the first statement is always a fear (2,750 of 2,750 stories in the files), an actor is
+  only ever said to be an animal whose fear was told before (11,000 of 11,000), each such animal equally likely,
+  and actors often share an animal (three distinct animals among the four actors in 49% of stories, two in 42%);
 * each question's actor is drawn uniformly with replacement (the files ask four different actors in 10% of
   stories, independent draws 9.4%);
 * the actor's name is lower-cased in the question, as in every question of the files.
@@ -33,14 +34,14 @@ until another actor shares it, shuffles the nine statements uniformly and suppor
 * order: ten statements are drawn, each actor's "is a" before their colour: at each step an actor is drawn
   uniformly among those with a statement left and their next statement is told. The actor of the tenth statement
   (always a colour) is the one asked about and that statement is not told. In the files the asked actor's "is a"
-  is the last statement in 31% of stories (this rule: 30%; a uniform shuffle: 11%), and a colour never precedes
+  is the last statement in 31% of stories (this rule: 31%; a uniform shuffle: 11%), and a colour never precedes
   its actor's "is a";
 * animals: drawn uniformly and independently for the five actors, again until the asked actor's animal is shared
   by one, three or four others. The files never have exactly two others sharing it (0 of 11,000 questions); the
   shares of one, three and four (89, 10 and 1%) are those of independent draws conditioned this way;
 * colours: each "X is a A" statement opens a new period for animal A; the first colour told about an A-actor in a
   period is drawn uniformly from the four, and later ones in the same period repeat it. In the released files this
-  rule predicts all 5,368 colours it constrains, and the colours it draws afresh are uniform and independent of
+  rule predicts all 5,888 colours it constrains, and the colours it draws afresh are uniform and independent of
   everything else. Actors of one animal therefore disagree on their colour in a third of the stories (34% in the
   files, 34% here), which makes some questions ambiguous, as in the files;
 * answer and support: the colour of the other actor of the asked actor's animal whose "is a" statement comes last,

@@ -18,8 +18,9 @@ draws its room uniformly from all six, a pick-up an object uniformly among the f
 a put-down one of the objects the actor holds. When the draw cannot be done (the room drawn is the actor's own,
 nothing to pick up, nothing held) the actor and the action are drawn again. *Deviation from the Lua*, which first
 draws the action and then tries up to 100 (actor, argument) pairs, so that about a third of its statements are
-moves: the released files have 65% moves and, for 0 / 1 / 2 / 3 objects held, move shares of 71 / 62 / 59 / 62%,
-which this rule reproduces to within two points (a move weighs 5/6 because one room in six is rejected).
+moves: the released task-2 files (en-10k, train and test) have 65% moves and, for 0 / 1 / 2 / 3 objects held (by
+anyone), move shares of 71 / 62 / 60 / 62%, which this rule reproduces to within two points (a move weighs 5/6
+because one room in six is rejected).
 
 Wording (each choice uniform): "X moved to / went to / went back to / journeyed to / travelled to the L."
 ("went back to" is not in the Lua templates but is in the files); "X got / took / grabbed / picked up the O
@@ -29,8 +30,8 @@ discarded / put down the O." with " there" one time in five (the Lua's "let go o
 What a reader can know. An actor's room is known from their latest move. A held object's room is known once its
 holder has moved after picking it up (support: the pick-up, then the holder's latest move); a put-down object's
 room is known when the dropper had moved before (support: the put-down, then the dropper's latest move). In the
-released task-2 file every held object asked about has a move after its pick-up (3,122 of 3,122), so an object
-picked up in a known room is not asked about until its holder moves.
+en-10k task-2 training file every held object asked about has a move after its pick-up (3,122 of 3,122), so an
+object picked up in a known room is not asked about until its holder moves.
 
 Questions. After every second statement (the gaps between questions are always even in the files) the subject is
 drawn uniformly from the object mentions (pick-ups and put-downs) of the last five statements, keeping only objects
