@@ -12,13 +12,18 @@ gives one run, trained together by :class:`harness.runners.stacked.StackedTraine
   checkpoint was written by the solo runner resumes alone with it; a finished member is only tested.
 * Each member ends ``completed``, ``diverged`` (its loss turned non-finite: it leaves the stack, the others go
   on), ``interrupted`` or ``failed``; its ``results.json`` records the stack (``stack``: the members' run ids)
-  and the stack's wall time.
+  and the stack's wall time. Every member's final status is stored before anything else is done (trackers,
+  predictions): a Ctrl-C after that says what stands, exit code 130.
+* Each member's epoch lines start with its seed (``[seed 1] epoch 2/10 ...``).
 """
 
 from __future__ import annotations
 
+import io
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +39,7 @@ from harness.runners.build import Prepared, _device_description, _model_error, p
 from harness.runners.launch import (
     _existing,
     _finish,
+    _predictions_missing,
     _start,
     _summary_line,
     already_completed,
@@ -112,14 +118,16 @@ def check_stackable(stack: list[Composed]) -> None:
     if not stack:
         raise UserError("a stack needs at least one run")
     first = stack[0]
+    seeds = [int(c.cfg.seed) for c in stack]
+    repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
+    if repeated:  # the plainest mistake first: before what the config could not do as a stack
+        raise UserError(f"the stack repeats a seed ({', '.join(map(str, repeated))} in seeds "
+                        f"{','.join(map(str, seeds))}): give each seed once")
     refusal = unstackable_reason(first)
     if refusal:
         raise UserError(refusal)
     reference = dict(leaves(OmegaConf.to_container(first.cfg, resolve=True)))
     reference.pop("seed")
-    seeds = [int(c.cfg.seed) for c in stack]
-    if len(set(seeds)) != len(seeds):
-        raise UserError(f"the stack repeats a seed: {seeds}")
     for composed in stack[1:]:
         other = dict(leaves(OmegaConf.to_container(composed.cfg, resolve=True)))
         other.pop("seed")
@@ -127,6 +135,63 @@ def check_stackable(stack: list[Composed]) -> None:
         if differing:
             raise UserError(f"stacked runs may differ only in seed; {composed.run_id} differs from {first.run_id} "
                             f"in {', '.join(differing)}")
+
+
+class _LinePrefix(io.TextIOBase):
+    """A text stream that writes each line to ``target`` with ``prefix`` in front."""
+
+    def __init__(self, prefix: str, target: Any) -> None:
+        self.prefix, self.target, self.pending = prefix, target, ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            self.target.write(f"{self.prefix}{line}\n" if line else "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+    def end(self) -> None:
+        """Write what is left of an unfinished last line."""
+        if self.pending:
+            self.target.write(f"{self.prefix}{self.pending}\n")
+            self.pending = ""
+        self.target.flush()
+
+
+@contextmanager
+def seed_lines(seed: int) -> Iterator[None]:
+    """Inside the block, each line printed to stdout starts with ``[seed N]``: whose line it is in a stack."""
+    stream = _LinePrefix(f"[seed {seed}] ", sys.stdout)
+    try:
+        with redirect_stdout(stream):
+            yield
+    finally:
+        stream.end()
+
+
+class SeedRecorder(RunRecorder):
+    """A member's recorder: the same curves, with its seed in front of its epoch lines."""
+
+    def __init__(self, seed: int, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seed = seed
+
+    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+        with seed_lines(self.seed):
+            super().on_validation_end(trainer, pl_module)
+
+
+def member_line(run: Run, record: dict[str, Any]) -> str:
+    """A member's closing line: the launcher's summary of a completed run; otherwise its status, seed and time."""
+    if record.get("status") == "completed":
+        return _summary_line(run, record)
+    return (f"{record.get('status')}: {record.get('task')}/{record.get('model')} seed {record.get('seed')} after "
+            f"{float(record.get('wall_time_s') or 0.0):.0f} s\n  {run.path}")
 
 
 def _resume_point(run: Run, max_epochs: int) -> str | int:
@@ -214,14 +279,15 @@ class StackLaunch:
             record.update(device=_device_description(), data_source=data.source, stack=ids,
                           parameters=sum(p.numel() for p in model.parameters()))
             run.write_results(record)
-            recorder = RunRecorder(run, tracker, monitor=train_cfg.monitor, monitor_mode=train_cfg.monitor_mode,
-                                   max_epochs=train_cfg.max_epochs)
+            recorder = SeedRecorder(int(composed.cfg.seed), run, tracker, monitor=train_cfg.monitor,
+                                    monitor_mode=train_cfg.monitor_mode, max_epochs=train_cfg.max_epochs)
             members.append(Member(composed.cfg, run, recorder,
                                   EpochShuffleSampler(len(data.train), seed=int(composed.cfg.seed))))
         print(f"stack of {len(members)} runs (W&B {mode}): {', '.join(ids)}", flush=True)
         started = time.perf_counter()
         summaries: dict[str, dict[str, Any]] = {}
         self.deferred: list[int] = []
+        self.late_interrupt = False  # Ctrl-C after every member's final status was stored
         with terminate_as_interrupt():
             try:
                 summaries = self._train(data, members, models)
@@ -236,9 +302,27 @@ class StackLaunch:
                 raise
             finally:
                 self._finish_all(members, records, summaries, walls, time.perf_counter() - started, trackers)
-        if self.deferred:  # Ctrl-C while the members were being stored as finished: they stand; stop here
-            raise KeyboardInterrupt
+        if self.deferred or self.late_interrupt:  # Ctrl-C once the members were stored as finished: they stand
+            print(self._interrupted_after(records), file=sys.stderr, flush=True)
+            return 130  # as an interrupted command, without the line that says it resumes the runs
         return 0 if all(r["status"] == "completed" for r in records) else 1
+
+    def _interrupted_after(self, records: list[dict[str, Any]]) -> str:
+        """What a Ctrl-C after every member's final status was stored leaves: their statuses and what goes on."""
+        statuses = [str(r.get("status")) for r in records]
+        if all(s == "completed" for s in statuses):
+            line = (f"interrupted after the stack's {len(records)} runs completed: they are stored as completed (the "
+                    "same command reports them)")
+        else:
+            counts = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
+            line = (f"interrupted after the stack's runs were stored ({counts}): the same command reports the "
+                    "completed ones and resumes the others")
+        missing = [run.path.name for (composed, _, run), record in zip(self.todo, records, strict=True)
+                   if record["status"] == "completed" and _predictions_missing(run, composed)]
+        if missing:
+            named = missing[0] if len(missing) == 1 else "<run_id>"
+            line += f"; the predictions of {', '.join(missing)} were not written: `harness predict {named}` writes them"
+        return line
 
     def _train(self, data: Any, members: list[Member], models: list[Any]) -> dict[str, dict[str, Any]]:
         """Group the members by where they resume, train each group as one stack, then test them all."""
@@ -251,8 +335,9 @@ class StackLaunch:
             group = [i for i, p in enumerate(points) if p == point]
             if point == "solo":  # checkpoints of the solo runner: its own loop resumes them
                 for i in group:
-                    summaries[members[i].run.path.name] = train_and_test(
-                        members[i].cfg, data, models[i], members[i].run, members[i].recorder.tracker)
+                    with seed_lines(int(members[i].cfg.seed)):
+                        summaries[members[i].run.path.name] = train_and_test(
+                            members[i].cfg, data, models[i], members[i].run, members[i].recorder.tracker)
                 continue
             if point == "done":
                 continue
@@ -275,26 +360,38 @@ class StackLaunch:
 
     def _finish_all(self, members: list[Member], records: list[dict[str, Any]], summaries: dict[str, dict[str, Any]],
                     walls: list[float], seconds: float, trackers: list[Any]) -> None:
-        for (composed, _, run), member, record, wall, tracker in zip(self.todo, members, records, walls, trackers,
-                                                                      strict=True):
-            summary = summaries.get(run.path.name)
-            if summary is not None:
-                record.update(summary, status="completed")
-            elif isinstance(member.error, DivergedError):
-                record.update(status="diverged", error=str(member.error))
-                print(f"diverged: {run.path.name}: {member.error}. {diverged_advice(run, composed)}",
-                      file=sys.stderr, flush=True)
-            with signals_deferred() as deferred:  # a second Ctrl-C waits until the final status is stored
+        """Store every member's final status first (a second Ctrl-C waits until they are all stored), then close
+        the trackers, print each member's line and write the completed ones' predictions; a Ctrl-C in that second
+        part stops it, and :meth:`run` says what stands."""
+        diverged = []
+        with signals_deferred() as deferred:
+            for (composed, _, run), member, record, wall in zip(self.todo, members, records, walls, strict=True):
+                summary = summaries.get(run.path.name)
+                if summary is not None:
+                    record.update(summary, status="completed")
+                elif isinstance(member.error, DivergedError):
+                    record.update(status="diverged", error=str(member.error))
+                    diverged.append((composed, run, member.error))
                 record_progress(run, record)
                 _finish(run, record, wall + seconds)
-            self.deferred += deferred
-            tracker.summary(record.get("metrics") or {})
-            tracker.finish(0 if record["status"] == "completed" else 1)
-            print(_summary_line(run, record), flush=True)
-            if record["status"] == "completed":
-                from harness.runners.predictions import write_after_run
+        self.deferred += deferred
+        try:
+            for composed, run, error in diverged:
+                print(f"diverged: {run.path.name}: {error}. {diverged_advice(run, composed)}", file=sys.stderr,
+                      flush=True)
+            for record, tracker in zip(records, trackers, strict=True):
+                tracker.summary(record.get("metrics") or {})
+                tracker.finish(0 if record["status"] == "completed" else 1)
+            for (composed, _, run), record in zip(self.todo, records, strict=True):
+                print(member_line(run, record), flush=True)
+                if record["status"] == "completed":
+                    from harness.runners.predictions import write_after_run
 
-                write_after_run(run, composed, self._data)
+                    write_after_run(run, composed, self._data)
+        except KeyboardInterrupt:
+            if any(r.get("status") == "running" for r in records):
+                raise  # a member left unfinished: the same command resumes it, as the command line says
+            self.late_interrupt = True
 
 
 def launch_stack(stack: list[Composed], force: bool = False, runs_dir: Path | None = None) -> int:

@@ -61,8 +61,9 @@ each model's config with every value the space can take at its ends.
 A trial composes its config exactly as ``make bench`` does and calls the same launcher, so its run is
 resumable, reported without retraining once completed, and stored as ``failed`` (the other trials go on)
 when it raises. A sweep stopped part-way (Ctrl-C: Ray Tune catches it and ends the sweep) lists each trial that
-had not reported with what the run store holds for it (its run id computed as the trial computes it), and says
-that the same command resumes the sweep: completed runs are reported, the others resume from their checkpoints.
+had not reported with what the run store holds for it (its run id computed as the trial computes it; a trial that
+never started says ``not started``, never failed), says that the same command resumes the sweep (completed runs
+are reported, the others resume from their checkpoints) and exits 130, as an interrupted ``harness bench``.
 A trial whose mistake is caught before its run directory exists (a malformed data file) leaves no run; the
 sweep's table still lists it, with its status and the one-line reason.
 
@@ -686,19 +687,56 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
             run_config=tune.RunConfig(name=sweep.name, storage_path=str(runs_dir / "_tune"), verbose=1),
         )
         grid = fit_sweep(tuner, sweep.name)
-        return sweep_rows(list(grid), sweep, runs_dir)
+        results = list(grid)
+        rows = sweep_rows(results, sweep, runs_dir, trial_configs(grid))
+    if any(_reported_nothing(result) for result in results):  # Ctrl-C: Tune ended the sweep before every trial ran
+        print(format_table(sweep_table(rows)), flush=True)
+        raise KeyboardInterrupt  # exit code 130, as an interrupted `harness bench`
+    return rows
 
 
-def sweep_rows(results: list[Any], sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
+def trial_configs(grid: Any) -> list[dict[str, Any] | None] | None:
+    """Each trial's config as Tune generated it, in the order of the grid's results (None for a trial without one),
+    or None when Ray does not say. A Result carries its config only once its trial reported, so a trial the sweep
+    stopped before it started has it only in the trials of the grid's experiment analysis."""
+    trials = getattr(getattr(grid, "_experiment_analysis", None), "trials", None)
+    try:
+        return [dict(trial.config) if getattr(trial, "config", None) else None for trial in trials]
+    except (TypeError, ValueError):  # not a list of trials: this Ray keeps them elsewhere
+        return None
+
+
+def sweep_rows(results: list[Any], sweep: Sweep, runs_dir: Path,
+               configs: list[dict[str, Any] | None] | None = None) -> list[dict[str, Any]]:
     """The rows of Tune's results, sorted by trial; when Tune stopped trials before they reported (Ctrl-C), what
-    the run store holds for them, and one line saying how the sweep goes on."""
-    rows = [row for result in results for row in _rows(result, sweep, runs_dir)]
+    the run store holds for them (``configs``, :func:`trial_configs`, names a trial that never started), and one line
+    saying how the sweep goes on. Trials whose config is not known at all are counted in one last row."""
+    if configs is None or len(configs) != len(results):
+        configs = [None] * len(results)
+    rows, unknown = [], 0
+    for result, config in zip(results, configs, strict=True):
+        if _reported_nothing(result) and not (result.config or config):
+            unknown += 1  # never started, and Ray does not say which trial it was
+            continue
+        rows += _rows(result, sweep, runs_dir, config)
     stopped = sum(_reported_nothing(result) for result in results)
     if stopped:
         print(f"sweep {sweep.name} was stopped (interrupted) before {stopped} of its {len(results)} trials reported: "
               "the same `harness sweep` command resumes it (completed runs are reported, not retrained; the others "
               "resume from their checkpoints), so Ray's Tuner.restore is not needed", flush=True)
-    return sorted(rows, key=lambda row: row["trial"])
+    rows = sorted(rows, key=lambda row: row["trial"])
+    if unknown:
+        rows.append({"trial": f"{unknown} more trial{'s' if unknown > 1 else ''}", "run_id": None,
+                     "status": "interrupted", "reason": "not started: the sweep stopped before "
+                     f"{'they' if unknown > 1 else 'it'} started; the same sweep command runs "
+                     f"{'them' if unknown > 1 else 'it'}", "metrics": {}})
+    return rows
+
+
+def format_table(table: list[list[str]]) -> str:
+    """Rows of cells as aligned columns (as the command line prints its tables)."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table)
 
 
 def fit_sweep(tuner: Any, name: str) -> Any:
@@ -713,15 +751,16 @@ def fit_sweep(tuner: Any, name: str) -> Any:
                            "and the same command runs the rest") from exc
 
 
-def _rows(result: Any, sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
+def _rows(result: Any, sweep: Sweep, runs_dir: Path, known: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The rows of one finished trial: its own (:func:`_row`), or one per member of a stacked trial. A trial that
-    reported nothing (the sweep was stopped first) is described by what the run store holds."""
-    config = result.config or {}
+    reported nothing (the sweep was stopped first) is described by what the run store holds; ``known`` is its
+    config when the result lacks it (a trial that never started)."""
+    config = result.config or known or {}
     configs = member_trials(config) if "seeds" in config else [config]
     if _reported_nothing(result):
         return [_stored_row(sweep, trial, runs_dir) for trial in configs]
     if "seeds" not in config:
-        return [_row(result)]
+        return [_row(result, config)]
     members = json.loads((result.metrics or {}).get("members") or "{}")
     return [_row(result, member, members.get(str(member["seed"])) or {}) for member in configs]
 
@@ -746,7 +785,8 @@ def _stored_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path) -> dict[str
     results = stored_results(composed, runs_dir)
     status = (results or {}).get("status")
     if results is None:
-        status, reason = "interrupted", f"the sweep stopped before its run started; {resume}"
+        status = "interrupted"
+        reason = "not started: the sweep stopped before its run started; the same sweep command runs it"
     elif status == "completed":
         reason = ""
     elif status == "running" and owner_state(results) == "alive":
