@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,6 +53,8 @@ def ray_session(num_cpus: int | None = None, log_to_driver: bool = True) -> Iter
     configure_environment()  # W&B mode chosen before Ray starts, so workers inherit it
     for key, value in RAY_ENV.items():
         os.environ.setdefault(key, value)
+    if not sys.stdout.isatty():  # workers' lines reach a file or a pipe: without the terminal's colour codes
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")
     import ray
 
     if ray.is_initialized():
