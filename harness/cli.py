@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import shlex
+import signal
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from harness import PROJECT_ROOT
-from harness.errors import SweepStopped, UserError
+from harness.errors import SweepStopped, UserError, did_you_mean
 from harness.fetch_catalogue import CATALOGUE
 from harness.registry import REGISTRY
 
@@ -159,16 +162,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         entries = len(trial_cells(sweep)) if sweep.tasks else len(cells)
         points = entries * grid * sweep.num_samples
         runs = points * len(sweep.seeds)
-        count = (f"{points} trials of {len(sweep.seeds)} stacked seeds ({runs} runs)" if sweep.stack_seeds else
-                 f"{runs} trials")
+        count = (f"{_count(points, 'trial')} of {_count(len(sweep.seeds), 'stacked seed')} ({_count(runs, 'run')})"
+                 if sweep.stack_seeds else _count(runs, "trial"))
         what = (f"{sweep.task} x {', '.join(m for _, m in cells)}" if not sweep.tasks else
-                f"{len(cells)} cells of {len({t for t, _ in cells})} tasks x {len({m for _, m in cells})} models")
+                f"{_count(len(cells), 'cell')} of {_count(len({t for t, _ in cells}), 'task')} x "
+                f"{_count(len({m for _, m in cells}), 'model')}")
         print(f"sweep {sweep.name}: {what}, profile {sweep.profile}, {count}; the config composes for "
               f"every {'cell' if sweep.tasks else 'model'}")
         return 0
     rows = run_sweep(sweep, Path(args.runs_dir) if args.runs_dir else default_runs_dir())
     print(_table(sweep_table(rows)))
     return 0 if all(row["status"] == "completed" for row in rows) else 1
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 trial``, ``2 trials``: a count with its noun in the right number (the nouns here take an -s)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -261,7 +270,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
         args.runs_dir = str(RESULTS_DIR)
     watched = _source_files(args.imports) if args.imports else []
-    rows = [r for r in index(Path(args.runs_dir) if args.runs_dir else None)
+    stored = index(Path(args.runs_dir) if args.runs_dir else None)
+    _check_listed_name("task", args.task, stored)
+    _check_listed_name("model", args.model, stored)
+    rows = [r for r in stored
             if (not args.task or r.get("task") == args.task) and (not args.model or r.get("model") == args.model)]
     stale = {str(r.get("run_id")): stale_run_files(r) for r in rows}
     everything = len(rows)
@@ -292,11 +304,25 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print(f"{len(rows)} of {everything} runs imported {', '.join(watched)} ({wall_hours(rows):.1f} h of wall time "
               "in all): a change to what it computes makes them stale until they are run again")
     if args.stale:
-        _print_reruns(rows, stale)
+        # a run of the user's store is there already, completed: its command reruns it with --force (in the store
+        # listed); a reference run reruns into the user's store, then `harness publish`
+        again = [] if args.reference else ["--force", *(["--runs-dir", args.runs_dir] if args.runs_dir else [])]
+        _print_reruns(rows, stale, again)
     elif stale_count:
         print(f"stale: the code that computed {stale_count} run(s) has changed since; `harness runs --stale` "
               "says which files and how to rerun them")
     return 0
+
+
+def _check_listed_name(what: str, name: str | None, stored: list[dict]) -> None:
+    """``runs --task``/``--model``: a name the registry does not know and no stored run carries is the user's
+    mistake (a typo would otherwise list nothing, as a name without runs does): a UserError with a did-you-mean."""
+    if name is None or any(row.get(what) == name for row in stored):
+        return
+    if what == "task":
+        REGISTRY.task(name)  # raises for an unknown name
+    else:
+        REGISTRY.model(name)
 
 
 def _source_files(paths: list[str]) -> list[str]:
@@ -319,14 +345,18 @@ def _source_files(paths: list[str]) -> list[str]:
     return files
 
 
-def _print_reruns(rows: list[dict], stale: dict[str, list[str]]) -> None:
-    """For each stale run: what changed and the command that runs it again."""
+def _print_reruns(rows: list[dict], stale: dict[str, list[str]], options: list[str]) -> None:
+    """For each stale run: what changed and the command that runs it again (with ``options`` added to the bench
+    command's own: ``--force`` for a completed run of the user's store, which plain ``bench`` only reports)."""
     from harness.rerun import reproduce, wall_hours
 
     print(f"\nrerun ({wall_hours(rows):.1f} h of wall time in all), then `harness publish <run_id>` for a "
           "reference run:")
     for row in rows:
         command, note = reproduce(Path(row["path"]))
+        if command and options:
+            head, sep, tail = command.partition(" -- ")
+            command = " ".join([head, *(shlex.quote(option) for option in options)]) + sep + tail
         minutes = float(row.get("wall_time_s") or 0.0) / 60.0
         print(f"  {row.get('run_id')} ({minutes:.1f} min; changed: {', '.join(stale[str(row.get('run_id'))])})")
         print(f"    {command or 'cannot be composed again: ' + note}" + (f"  # {note}" if command and note else ""))
@@ -340,7 +370,49 @@ class _Parser(argparse.ArgumentParser):
     """argparse with the harness's way of reporting a mistake: one line, exit code 2 (subcommands inherit it)."""
 
     def error(self, message: str) -> NoReturn:
+        choice = re.fullmatch(r"argument (.+?): invalid choice: '(.*)' \(choose from (.*)\)", message)
+        if choice:  # a misspelt subcommand: with a did-you-mean
+            what, given, listed = choice.groups()
+            names = re.findall(r"'([^']*)'", listed) or [name.strip() for name in listed.split(",")]
+            command = what == "command" or what.startswith("{")  # a subcommand's name
+            message = (f"{'' if command else f'argument {what}: '}invalid choice: '{given}'"
+                       f"{did_you_mean(given, names)}; {'commands' if command else 'choose from'}: {', '.join(names)}")
         self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        """As argparse's, but words no parser took are reported by the subcommand that was given them (its
+        ``--help`` is the one to read), naming the other subcommand that has such an option, if one does."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            chosen = self._chosen(parsed)
+            message = f"unrecognized arguments: {' '.join(extras)}"
+            for word in (w.split("=", 1)[0] for w in extras if w.startswith("--")):
+                others = [p.prog.removeprefix(f"{self.prog} ") for p in self._parsers()
+                          if p is not chosen and word in p._option_string_actions]
+                if others and word not in chosen._option_string_actions:
+                    message += (f"; {word} is not an option of {chosen.prog.removeprefix(f'{self.prog} ')} "
+                                f"({', '.join(others)} {'has' if len(others) == 1 else 'have'} it)")
+                    break
+            chosen.error(message)
+        return parsed
+
+    def _subcommands(self) -> tuple[str, dict[str, argparse.ArgumentParser]]:
+        """(the attribute that names the chosen subcommand, the subcommands' parsers by name); ("", {}) for none."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return action.dest, dict(action.choices)
+        return "", {}
+
+    def _chosen(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        """The innermost parser that the command line chose (``harness data babi``: that subcommand's)."""
+        dest, choices = self._subcommands()
+        chosen = choices.get(str(getattr(parsed, dest, ""))) if dest else None
+        return chosen._chosen(parsed) if isinstance(chosen, _Parser) else self
+
+    def _parsers(self) -> list[argparse.ArgumentParser]:
+        """This parser and every subcommand's, depth first."""
+        nested = self._subcommands()[1].values()
+        return [self, *(q for p in nested for q in (p._parsers() if isinstance(p, _Parser) else [p]))]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -436,6 +508,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line; ``argv`` None: this process's own (``harness ...``, ``python -m harness.cli ...``)."""
+    code = _main(argv)
+    if argv is None:
+        _end_quietly_on_ctrl_c(code)
+    return code
+
+
+def _end_quietly_on_ctrl_c(code: int) -> None:
+    """The command has returned and stored what it did; a Ctrl-C while the interpreter cleans up (torch's and W&B's
+    exit handlers) ends the process at once, exit code 130 as any Ctrl-C, with a line saying so, rather than a
+    traceback from an exit handler or, later, a silent death. A Ctrl-C the shell told this process to ignore (a
+    background job) stays ignored."""
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, RuntimeError, ValueError):  # closed, or interrupted in the middle of a write
+                pass
+        os.write(2, f"interrupted while exiting: the command had finished (exit code {code}); what it stored "
+                    "stands\n".encode())
+        os._exit(130)
+
+    signal.signal(signal.SIGINT, handler)
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

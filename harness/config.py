@@ -140,7 +140,7 @@ def _merge(base: dict[str, Any], layer: dict[str, Any], where: str, open_section
         if key not in base:
             if path.split(".")[0] not in open_sections:
                 raise UserError(f"{where} sets unknown config key '{path}'"
-                                f"{did_you_mean(path, [k for k, _ in leaves(_root_keys(base, prefix))])}")
+                                f"{suggest_key(path, [k for k, _ in leaves(_root_keys(base, prefix))])}")
             merged[key] = copy.deepcopy(value)
         elif isinstance(base[key], dict) and isinstance(value, dict):
             merged[key] = _merge(base[key], value, where, open_sections, f"{path}.")
@@ -150,6 +150,47 @@ def _merge(base: dict[str, Any], layer: dict[str, Any], where: str, open_section
         else:
             merged[key] = copy.deepcopy(value)
     return merged
+
+
+# words a user may write for a config key's last word: the harness's (shorter) names, compared with "_" left out
+KEY_SYNONYMS = {"learningrate": "lr", "lrate": "lr", "wd": "weightdecay", "l2": "weightdecay", "bs": "batchsize",
+                "batch": "batchsize", "epochs": "maxepochs", "numepochs": "maxepochs", "nepochs": "maxepochs",
+                "optimizer": "name", "optimiser": "name", "gradientclip": "gradclip", "clipgrad": "gradclip",
+                "gradnorm": "gradclip", "epsilon": "eps", "beta": "betas", "timelimit": "maxtimes",
+                "maxtime": "maxtimes", "numlayers": "layers", "nlayers": "layers", "numheads": "heads",
+                "nheads": "heads"}
+
+
+def suggest_key(key: str, known: list[str]) -> str:
+    """A ' (did you mean X?)' suffix for a config key that does not exist, or ''. In order: a key of the same
+    section whose last word means the same (a known synonym, learning_rate for lr); one of another section with
+    that last word (train.lr: optim.lr); a key of the same section whose words' initials it is, or whose name is
+    its words' initials (wd: weight_decay); the closest spelling (:func:`harness.errors.did_you_mean`). A rule that
+    fits several keys suggests none of them."""
+    section, _, word = key.rpartition(".")
+    squashed = _squash(word)
+    meant = KEY_SYNONYMS.get(squashed, squashed)
+    siblings = [k for k in known if k.rpartition(".")[0] == section and k != key]
+    others = [k for k in known if k.rpartition(".")[0] != section]
+    own_initials = _initials(word)
+    for pool, fits in ((siblings, lambda last: _squash(last) == meant),
+                       (others, lambda last: _squash(last) == meant),
+                       (siblings, lambda last: ("_" in last and _initials(last) == squashed)
+                        or ("_" in word and own_initials == _squash(last)))):
+        found = [k for k in pool if fits(k.rpartition(".")[2])]
+        if len(found) == 1:
+            return f" (did you mean '{found[0]}'?)"
+    return did_you_mean(key, known)
+
+
+def _squash(word: str) -> str:
+    """A key's word compared loosely: lower case, without ``_`` and ``-`` (``Learning-Rate``: ``learningrate``)."""
+    return word.lower().replace("_", "").replace("-", "")
+
+
+def _initials(word: str) -> str:
+    """``weight_decay``: ``wd``."""
+    return "".join(part[0] for part in word.lower().replace("-", "_").split("_") if part)
 
 
 def _root_keys(base: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -231,7 +272,7 @@ def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str
         key = key.strip().lstrip("+")
         parsed = _parse_override(item, key, raw)
         if not _has_path(tree, key):
-            raise UserError(f"unknown config key '{key}'{did_you_mean(key, _all_keys(tree))}")
+            raise UserError(f"unknown config key '{key}'{suggest_key(key, _all_keys(tree))}")
         if key in SET_BY_HARNESS:
             raise UserError(f"'{key}' is set by the harness, not by an override")
         new_value = OmegaConf.to_container(parsed)
@@ -340,6 +381,12 @@ def recompose(stored: dict[str, Any], overrides: list[str], registry: Registry =
     cfg = OmegaConf.create(tree)
     OmegaConf.set_struct(cfg, True)
     return Composed(cfg=cfg, task=task, model=model)
+
+
+def key_types(task_name: str, model_name: str, profile: str = "cpu",
+              registry: Registry = REGISTRY) -> dict[str, KeyType]:
+    """Every config key of a (task, model) run and what it accepts (its type, choices, items)."""
+    return _compose_tree(task_name, model_name, profile, [], registry)[1]
 
 
 def check_registry(registry: Registry = REGISTRY) -> int:

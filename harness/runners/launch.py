@@ -10,7 +10,9 @@
   resumes from its checkpoints; the runners do the same with a damaged checkpoint.
 * SIGTERM is handled like Ctrl-C: the run is stored as ``interrupted`` and the same command resumes it. While the
   final status is written, Ctrl-C and SIGTERM wait (:func:`signals_deferred`), so a second Ctrl-C cannot leave
-  ``running`` behind; an unfinished attempt records the step and epoch its curve reached.
+  ``running`` behind; an unfinished attempt records the step and epoch its curve reached. A Ctrl-C that lands once
+  the run is stored as completed (while its summary or predictions are written) ends the command with code 130, as
+  any Ctrl-C, and a line saying that the run completed and what, if anything, is missing.
 * An unfinished member of a stack (``--seeds``) is resumed by its stack's command only; the solo command says so
   before writing anything. Temporary files left by a killed atomic write are removed when a run starts or resumes.
 * Whatever happens, ``results.json`` ends with a status and the attempt's provenance: code commit and dirty
@@ -37,7 +39,7 @@ from harness.config import Composed
 from harness.errors import DivergedError, UserError
 from harness.interfaces import check_task_data, named_splits
 from harness.paths import check_writable_folder
-from harness.provenance import attempt_record, code_files, fingerprint
+from harness.provenance import attempt_record, code_files, fingerprint, stale_run_files
 from harness.registry import load_entry
 from harness.runners.build import Prepared, build_before_start, prepare_task, train
 from harness.runs import (
@@ -56,6 +58,13 @@ from harness.tracking import Tracker, configure_environment
 from harness.vector_math import warm_vector_math
 
 PROTOCOLS = ("single", "curriculum")
+INTERRUPTED = 130  # the exit code of a command stopped by Ctrl-C (128 + SIGINT), whatever it had stored by then
+
+
+def force_hint(does: str) -> str:
+    """What ``--force`` would do here, for the command line and for ``make``: ``--force retrains it (make:
+    FORCE=1)``."""
+    return f"--force {does} (make: FORCE=1)"
 
 
 def _summary_line(run: Run, results: dict[str, Any]) -> str:
@@ -244,9 +253,9 @@ def _existing(run: Run, force: bool, composed: Composed) -> dict[str, Any] | Non
     problem = run.damage()
     if problem:
         aside = run.set_aside(run.results_path)
-        where = "the start" if restart else "the run's checkpoints"
-        print(f"{run.path}: {problem}; kept as {aside.name}. Resuming from {where} (FORCE=1 starts afresh)",
-              flush=True)
+        then = ("resuming from the run's checkpoints" if has_checkpoint(run) and not restart else
+                "training from the start")
+        print(f"{run.path}: {problem}; kept as {aside.name}; {then}; {force_hint('starts afresh')}", flush=True)
         return None
     return run.read_results()
 
@@ -258,13 +267,26 @@ def already_completed(run: Run, composed: Composed, force: bool) -> bool:
         owner = run.read_results()["owner"]
         raise UserError(f"run {composed.run_id} is in progress (pid {owner['pid']}); wait for it or stop it")
     if not force and run.exists() and run.status == "completed":
-        print("already completed (FORCE=1 retrains):")
-        print(_summary_line(run, run.read_results()))
+        results = run.read_results()
+        changed = stale_run_files(results)
+        stale = (f", but stale: the code that computed it has changed since ({', '.join(changed)})" if changed else
+                 "")
+        print(f"already completed{stale}; {force_hint('retrains it')}:")
+        print(_summary_line(run, results))
         if _predictions_missing(run, composed):
             print(f"its predictions are missing (the run was stopped before it wrote them): `harness predict "
                   f"{run.path.name}` writes them from its checkpoint", flush=True)
         return True
     return False
+
+
+def has_checkpoint(run: Run) -> bool:
+    """Whether the run has a checkpoint its runner resumes from: ``last.ckpt`` or ``best.ckpt`` (supervised and
+    stepwise runs), ``algorithm`` (RL runs), a curriculum's stage."""
+    own = (run.last_checkpoint, run.best_checkpoint, *(run.checkpoint_dir / name for name in ("algorithm",
+                                                                                            "algorithm.old")))
+    stages = run.path / "stages"
+    return any(path.exists() for path in own) or any(stages.glob("*/checkpoints/*.ckpt"))
 
 
 def _predictions_missing(run: Run, composed: Composed) -> bool:
@@ -409,7 +431,8 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     results = _start(run, composed, prepared, previous)
     previous_wall = float(results.get("wall_time_s") or 0.0)
     started = time.perf_counter()
-    print(f"run {composed.run_id} ({'resuming' if attempt_count(results) > 1 else 'new'}; W&B {mode})", flush=True)
+    resuming = attempt_count(results) > 1 or has_checkpoint(run)  # also after a damaged results.json was set aside
+    print(f"run {composed.run_id} ({'resuming' if resuming else 'new'}; W&B {mode})", flush=True)
     tracker = open_tracker(run, composed)
     exit_code = 1
     deferred: list[int] = []
@@ -435,16 +458,39 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
                 if composed.kind == "supervised" and cfg.protocol.name == "single":
                     record_progress(run, results)
                 _finish(run, results, previous_wall + time.perf_counter() - started)
-            tracker.summary(results.get("metrics") or {})
-            tracker.finish(exit_code)
+            try:
+                tracker.summary(results.get("metrics") or {})
+                tracker.finish(exit_code)
+            except KeyboardInterrupt:
+                if results.get("status") != "completed":
+                    raise
+                deferred.append(signal.SIGINT)  # the run is stored as completed: reported below
     if deferred:  # Ctrl-C while the run was being stored as finished: it stands, and the command stops here
-        raise KeyboardInterrupt
-    print(_summary_line(run, results), flush=True)
-    if exit_code == 0 and prepared.loaded is not None and cfg.protocol.name == "single":
-        from harness.runners.predictions import write_after_run
+        if results.get("status") != "completed":
+            raise KeyboardInterrupt
+        print(interrupted_after_completion(run, composed), file=sys.stderr, flush=True)
+        return INTERRUPTED
+    try:
+        print(_summary_line(run, results), flush=True)
+        if exit_code == 0 and prepared.loaded is not None and cfg.protocol.name == "single":
+            from harness.runners.predictions import write_after_run
 
-        write_after_run(run, composed, prepared.loaded)
+            write_after_run(run, composed, prepared.loaded)
+    except KeyboardInterrupt:  # a completed run stands; only what is written after it was cut short
+        if results.get("status") != "completed":
+            raise
+        print(interrupted_after_completion(run, composed), file=sys.stderr, flush=True)
+        return INTERRUPTED
     return exit_code
+
+
+def interrupted_after_completion(run: Run, composed: Composed) -> str:
+    """The line for a Ctrl-C that landed after the run was stored as completed (while its summary or predictions
+    were written): what stands, and what, if anything, is missing."""
+    missing = (f"; its predictions were not written: `harness predict {run.path.name}` writes them"
+               if _predictions_missing(run, composed) else "")
+    return (f"interrupted after run {composed.run_id} completed: it is stored as completed (the same command "
+            f"reports it){missing}")
 
 
 def _train(cfg: Any, composed: Composed, prepared: Prepared, run: Run, tracker: Tracker,

@@ -78,6 +78,36 @@ def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
     return run, results, composed, prepared, prepared.task.load()
 
 
+def other_test_data(stored: dict[str, Any], reported: set[str]) -> str | None:
+    """A ``task.*`` override that gives the stored run (its config, ``stored``) a test split it has not reported
+    (``reported``: the prefixes of its metrics), or None. The candidates are the values of the task's list keys
+    named ``test_*`` that each add a split ``test_<value>``: their declared item choices (Relations Game's
+    ``task.test_sets``) or, for a key that declares none, the task's sources (``task.source`` without ``auto``:
+    bAbI's ``task.test_on``), less what the run trained on and what it reports; the first whose task accepts it
+    and whose data can be located here (the task is built and describes its data, nothing is loaded)."""
+    from harness.config import key_types
+
+    task = stored["task"]
+    types = key_types(str(task["name"]), str(stored["model"]["name"]), str(stored.get("profile", "cpu")))
+    sources = types.get("task.source")
+    trained_on = {value for value in task.values() if isinstance(value, str)}  # its source, its object set, ...
+    for key in sorted(k for k in task if str(k).startswith("test_")):
+        kind = types.get(f"task.{key}")
+        if kind is None or kind.types != ("list",):
+            continue
+        values = kind.item_choices or tuple(c for c in (sources.choices if sources else None) or () if c != "auto")
+        for value in values:
+            if f"test_{value}" in reported or value in trained_on:
+                continue
+            override = f"task.{key}=[{value}]"
+            try:
+                prepare_task(recompose(stored, [override]))
+            except Exception:  # noqa: BLE001  any refusal: not a suggestion (this is a hint, on an error's path)
+                continue
+            return override
+    return None
+
+
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, dataset: TensorDictDataset, batch_size: int) -> dict[str, float]:
     """Accuracy and mean cross-entropy over a split (as the supervised runner's test step)."""
@@ -98,13 +128,15 @@ def retest(name: str, overrides: list[str], runs_dir: Path | None = None) -> dic
     if bad:
         raise UserError(f"retest changes the test data only: {', '.join(bad)} is not a task.* setting")
     run, results, composed, prepared, data = reload_run(name, overrides, runs_dir, "retested")
-    model = load_trained_model(run, composed, data)
-    checkpoint = intact_checkpoint(run, ("best", "last"))
     reported = {key.split("/")[0] for key in results.get("metrics") or {}}
     new = {f"test_{n}": split for n, split in data.extra_test.items() if f"test_{n}" not in reported}
-    if not new:
-        raise UserError(f"no new test split: the run already reports {', '.join(sorted(reported))}; name other "
-                        "data with task.* settings (e.g. task.test_on=[files] for bAbI)")
+    if not new:  # before the model is loaded: nothing to do
+        other = other_test_data(stored_config(run, "retested"), reported)
+        hint = (f"name other data with task.* settings, e.g. {other}" if other else
+                "its task offers no other test data that can be read here")
+        raise UserError(f"no new test split: the run already reports {', '.join(sorted(reported))}; {hint}")
+    model = load_trained_model(run, composed, data)
+    checkpoint = intact_checkpoint(run, ("best", "last"))
     added: dict[str, float] = {}
     for prefix, split in new.items():
         measured = evaluate(model, split, int(composed.cfg.train.eval_batch_size))
