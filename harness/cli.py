@@ -120,9 +120,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from omegaconf import OmegaConf
 
     from harness.registry import load_entry
-    from harness.runners.launch import build_and_check, prepare_task
+    from harness.runners.launch import build_and_check, check_run_config, prepare_task
 
     composed = _compose(args)
+    check_run_config(composed)  # settings that depend on each other, as bench checks them first
     prepared = prepare_task(composed)  # the task checks its settings and pins its data source
     if composed.task.data_check:
         load_entry(composed.task.data_check)(composed.cfg.task)
@@ -237,6 +238,12 @@ def _check_babi_args(args: argparse.Namespace) -> None:
     for flag, count in (("--n-train", args.n_train), ("--n-test", args.n_test)):
         if count < 1:
             raise UserError(f"data babi {flag} must be at least 1, got {count}")
+    from tasks.babi.generator import SUPPORTED_TASKS
+
+    unknown = [str(babi_id) for babi_id in dict.fromkeys(args.ids) if babi_id not in SUPPORTED_TASKS]
+    if unknown:
+        raise UserError(f"data babi --ids {' '.join(unknown)}: bAbI has tasks {min(SUPPORTED_TASKS)}.."
+                        f"{max(SUPPORTED_TASKS)}, all of which the generator covers")
     from harness.paths import check_can_create_in
 
     check_can_create_in(Path(args.out), f"data babi --out {args.out}")
@@ -336,8 +343,10 @@ def _source_files(paths: list[str]) -> list[str]:
             rel = path.relative_to(PROJECT_ROOT).as_posix()
         except ValueError:
             raise UserError(f"{given} is not inside the project ({PROJECT_ROOT})") from None
-        if not path.is_file() or path.suffix != ".py":
-            raise UserError(f"{given}: no such Python source file")
+        if not path.is_file():
+            raise UserError(f"{given}: no such file")
+        if path.suffix != ".py":
+            raise UserError(f"{given} is not a Python source file: --imports names the code a change would touch")
         if rel in NOT_COMPUTING:
             raise UserError(f"{rel} computes nothing a run reports (harness/provenance.py NOT_COMPUTING): "
                             "changing it makes no run stale")

@@ -39,6 +39,9 @@ FIELDS = ("type", "nullable", "choices", "min", "max", "items", "length", "item_
 FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32: a float key's value reaches torch as one
 
 
+ITEM_NOUNS = {"str": "strings", "int": "integers", "float": "numbers", "bool": "booleans"}  # a list's items, described
+
+
 @dataclass(frozen=True)
 class KeyType:
     """What one key accepts."""
@@ -59,15 +62,19 @@ class KeyType:
             text = "one of " + ", ".join(_runs(self.choices))
         else:
             text = " or ".join(f"a{'n' if t == 'int' else ''} {t}" for t in self.types)
-            if self.length is not None and self.types == ("list",):
-                text = f"a list of {self.length} {self.items or 'value'}s"
+            items = ITEM_NOUNS.get(self.items or "", "values")
+            if self.types == ("list",) and (self.length is not None or self.items is not None):
+                text = f"a list of {'' if self.length is None else f'{self.length} '}{items}"
             text += self._list_rules()
+            bound = ""
             if self.minimum is not None and self.maximum is not None:
-                text += f" in [{_num(self.minimum)}, {_num(self.maximum)}]"
+                bound = f"in [{_num(self.minimum)}, {_num(self.maximum)}]"
             elif self.minimum is not None:
-                text += f" >= {_num(self.minimum)}"
+                bound = f">= {_num(self.minimum)}"
             elif self.maximum is not None:
-                text += f" <= {_num(self.maximum)}"
+                bound = f"<= {_num(self.maximum)}"
+            if bound:  # of a list: the bound holds for each item
+                text += f", each {bound}" if self.types == ("list",) else f" {bound}"
         return text + (" (or null)" if self.nullable else "")
 
     def _list_rules(self) -> str:

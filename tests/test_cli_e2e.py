@@ -233,7 +233,7 @@ def test_data_command_writes_generated_files_and_rejects_unsupported_ids(env, tm
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "qa6_yes-no-questions_train.txt").exists()
     bad = run_cli(["data", "babi", "--ids", "21", "--out", str(tmp_path)], env)
-    assert bad.returncode == 2 and "covers tasks 1, 2, 3, 4, 5" in bad.stderr
+    assert bad.returncode == 2 and "data babi --ids 21: bAbI has tasks 1..20" in bad.stderr
 
 
 def test_data_command_generates_all_twenty_tasks_by_default(env, tmp_path):

@@ -260,3 +260,28 @@ def test_a_retest_of_data_the_run_trained_on_names_data_it_has_not_seen(env, cap
     assert main(["retest", run_id, "task.test_on=[files]"]) == 2
     assert _one_error_line(capsys) == ("error: no new test split: the run already reports test, val; name other "
                                        "data with task.* settings, e.g. task.test_on=[generator]")
+
+
+# a curriculum's task lists ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("override", "line"), [
+    ("protocol.pretrain=[nope]", "error: bad value for 'protocol.pretrain': 'nope' is not one of same, between"),
+    ("protocol.target=[col_aba,col_aba]", "error: bad value for 'protocol.target': 'col_aba' is listed twice"),
+])
+@pytest.mark.parametrize("command", ["validate", "bench"])
+def test_a_curriculum_naming_a_task_that_does_not_exist_is_refused_before_its_first_stage(
+        env, capsys, override, line, command):
+    args = [command, "--task", "relations_game", "--model", "predinet", "--profile", "smoke",
+            "protocol.name=curriculum", "protocol.target=[col_aba]", "protocol.pretrain=[between]", override]
+    assert main(args) == 2
+    assert _one_error_line(capsys).startswith(line)
+    assert not Path(env["HARNESS_RUNS_DIR"]).exists() or not any(Path(env["HARNESS_RUNS_DIR"]).rglob("results.json"))
+
+
+@pytest.mark.parametrize(("override", "line"), [
+    ("stepwise.horizons=[0]", "'stepwise.horizons' (command line): [0] is not a list of integers, each >= 1"),
+    ("stepwise.horizons=[5,abc]", "[5, 'abc'] is not a list of integers, each >= 1"),
+])
+def test_a_list_of_the_wrong_items_is_described_as_the_list_it_should_be(env, capsys, override, line):
+    assert main(["validate", "--task", "game_of_life", "--model", "updater_extractor", "--profile", "smoke",
+                 override]) == 2
+    assert line in _one_error_line(capsys)

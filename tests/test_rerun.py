@@ -61,7 +61,8 @@ def test_stale_runs_are_listed_with_what_changed_and_how_to_rerun(tmp_path: Path
 
 @pytest.mark.parametrize(("given", "message"), [
     ("harness/cli.py", "computes nothing a run reports"),
-    ("harness/no_such_file.py", "no such Python source file"),
+    ("harness/no_such_file.py", "harness/no_such_file.py: no such file"),
+    ("README.md", "README.md is not a Python source file"),
     ("/etc/hostname", "is not inside the project"),
 ])
 def test_a_file_that_cannot_make_runs_stale_is_a_one_line_mistake(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -103,6 +103,20 @@ def check_run_config(composed: Composed) -> None:
         from harness.runners.curriculum import check_protocol_config
 
         check_protocol_config(cfg)
+        check_protocol_tasks(composed)
+
+
+def check_protocol_tasks(composed: Composed) -> None:
+    """A curriculum's ``protocol.pretrain`` and ``protocol.target`` name tasks as ``task.tasks`` does: each item is
+    checked against what the task declares for ``task.tasks`` (its choices, no repeats), so a misspelt task is
+    refused before the first stage trains, naming the protocol's key."""
+    from harness.schema import check_value, key_type
+
+    kind = key_type("task.tasks", list(composed.cfg.task.tasks), composed.task.schema.get("task.tasks"))
+    if kind is None:
+        return
+    for key in ("protocol.pretrain", "protocol.target"):
+        check_value(key, list(OmegaConf.select(composed.cfg, key) or []), kind)
 
 
 def _start(run: Run, composed: Composed, prepared: Prepared, previous: dict[str, Any] | None) -> dict[str, Any]:
