@@ -120,11 +120,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from omegaconf import OmegaConf
 
     from harness.registry import load_entry
-    from harness.runners.launch import build_and_check, check_run_config, prepare_task
+    from harness.runners.launch import build_and_check, check_run_config, note_redundant_test_sources, prepare_task
 
     composed = _compose(args)
     check_run_config(composed)  # settings that depend on each other, as bench checks them first
-    prepared = prepare_task(composed)  # the task checks its settings and pins its data source
+    prepared = prepare_task(composed)
+    note_redundant_test_sources(composed)  # the task checks its settings and pins its data source
     if composed.task.data_check:
         load_entry(composed.task.data_check)(composed.cfg.task)
     build_and_check(composed, prepared)  # what `bench` refuses before it writes anything, refused here too

@@ -285,3 +285,15 @@ def test_a_list_of_the_wrong_items_is_described_as_the_list_it_should_be(env, ca
     assert main(["validate", "--task", "game_of_life", "--model", "updater_extractor", "--profile", "smoke",
                  override]) == 2
     assert line in _one_error_line(capsys)
+
+
+def test_test_on_naming_the_training_source_is_noted_and_unknown_sources_refused(env, capsys):
+    babi = ["validate", "--task", "babi", "--model", "tpr_rnn", "--profile", "smoke", "task.source=generator"]
+    assert main([*babi, "task.test_on=[generator]"]) == 0
+    assert ("note: task.test_on names generator, the data this run trains on; its test split is the run's own test/ "
+            "metrics, so it adds nothing") in capsys.readouterr().err
+    assert main([*babi, "task.test_on=[generatr]"]) == 2
+    assert _one_error_line(capsys).endswith("'generatr' is not one of files, generator")
+    listops = ["validate", "--task", "listops", "--model", "transformer", "--profile", "smoke"]
+    assert main([*listops, "task.test_on=[original,original]"]) == 2
+    assert _one_error_line(capsys).endswith("'original' is listed twice")

@@ -106,6 +106,16 @@ def check_run_config(composed: Composed) -> None:
         check_protocol_tasks(composed)
 
 
+def note_redundant_test_sources(composed: Composed) -> None:
+    """A ``task.test_on`` source that is the one the run trains on (``task.source``, resolved by the task) adds no
+    test split: its test split is the run's own ``test/``. Said on stderr, as the task leaves it out silently."""
+    task = composed.cfg.task
+    source = task.get("source")
+    if source is not None and source in (task.get("test_on") or []):
+        print(f"note: task.test_on names {source}, the data this run trains on; its test split is the run's own "
+              "test/ metrics, so it adds nothing", file=sys.stderr, flush=True)
+
+
 def check_protocol_tasks(composed: Composed) -> None:
     """A curriculum's ``protocol.pretrain`` and ``protocol.target`` name tasks as ``task.tasks`` does: each item is
     checked against what the task declares for ``task.tasks`` (its choices, no repeats), so a misspelt task is
@@ -429,6 +439,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     check_run_config(composed)
     warm_vector_math()  # before anything computes: two runs of one config agree bit for bit
     prepared = prepare_task(composed)
+    note_redundant_test_sources(composed)
     if composed.task.data_check:
         load_entry(composed.task.data_check)(cfg.task)
     check_writable_folder(runs_dir or default_runs_dir(), "runs folder")
