@@ -119,16 +119,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from omegaconf import OmegaConf
 
-    from harness.registry import load_entry
-    from harness.runners.launch import build_and_check, check_run_config, note_redundant_test_sources, prepare_task
+    from harness.runners.launch import build_and_check, prepare_checked
 
     composed = _compose(args)
-    check_run_config(composed)  # settings that depend on each other, as bench checks them first
-    prepared = prepare_task(composed)
-    note_redundant_test_sources(composed)  # the task checks its settings and pins its data source
-    if composed.task.data_check:
-        load_entry(composed.task.data_check)(composed.cfg.task)
-    build_and_check(composed, prepared)  # what `bench` refuses before it writes anything, refused here too
+    prepared = prepare_checked(composed)  # what `bench` refuses before it writes anything, refused here too
+    build_and_check(composed, prepared)
     print(f"# run_id: {composed.run_id}")
     print(OmegaConf.to_yaml(composed.cfg), end="")
     return 0
@@ -136,6 +131,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from harness.runners.tune import (
+        SweepInterrupted,
         check_sweep,
         load_sweep,
         narrow_grid,
@@ -172,7 +168,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"sweep {sweep.name}: {what}, profile {sweep.profile}, {count}; the config composes for "
               f"every {'cell' if sweep.tasks else 'model'}")
         return 0
-    rows = run_sweep(sweep, Path(args.runs_dir) if args.runs_dir else default_runs_dir())
+    try:
+        rows = run_sweep(sweep, Path(args.runs_dir) if args.runs_dir else default_runs_dir())
+    except SweepInterrupted as stopped:  # its table, then the command stops as for any Ctrl-C
+        print(_table(sweep_table(stopped.rows)), flush=True)
+        raise
     print(_table(sweep_table(rows)))
     return 0 if all(row["status"] == "completed" for row in rows) else 1
 

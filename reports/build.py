@@ -37,6 +37,7 @@ from markupsafe import Markup
 
 from harness.errors import UserError
 from harness.paths import check_can_create_in
+from harness.runs import default_runs_dir
 from reports import figures, tables
 from reports.papers import PaperSpec, load_papers
 from reports.store import REFERENCE, YOURS, RunRecord, load_stores, variant_label
@@ -375,7 +376,7 @@ def report(runs_dir: Path | None, out_dir: Path, results_dir: Path | None = None
     (``$HARNESS_RUNS_DIR`` or ``runs``), whose absence is only noted (a fresh clone has none yet).
     ``results_dir``: as ``--results-dir`` gives it (None: the shipped store; ``''``: none; else it must exist)."""
     named_runs = runs_dir is not None
-    runs_dir = Path(runs_dir) if named_runs else Path(os.environ.get("HARNESS_RUNS_DIR", "runs"))
+    runs_dir = Path(runs_dir) if named_runs else default_runs_dir()
     results_dir, named_results = _results_dir(results_dir)
     check_named_store(runs_dir if named_runs else None, "--runs-dir")
     check_named_store(results_dir if named_results else None, "--results-dir")

@@ -367,6 +367,18 @@ def _stack_seeds(run: Run, stack: list[Any]) -> list[int]:
     return seeds
 
 
+def prepare_checked(composed: Composed) -> Prepared:
+    """A run's settings checked, its task prepared (it checks its own settings and pins its data source) and its
+    data files checked: what ``bench`` and ``harness validate`` do first, before the data is loaded."""
+    check_run_config(composed)
+    warm_vector_math()  # before anything computes: two runs of one config agree bit for bit
+    prepared = prepare_task(composed)
+    note_redundant_test_sources(composed)
+    if composed.task.data_check:
+        load_entry(composed.task.data_check)(composed.cfg.task)
+    return prepared
+
+
 def build_and_check(composed: Composed, prepared: Prepared) -> None:
     """Load the data and build the model as the run will (a stepwise run: check its stream too), and check what
     the data holds, so that a bad setting or data file is refused before anything is written; ``harness
@@ -436,12 +448,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     cfg = composed.cfg
     if composed.task.kind not in ("supervised", "rl", "stepwise"):
         raise UserError(f"task kind '{composed.task.kind}' has no runner yet")
-    check_run_config(composed)
-    warm_vector_math()  # before anything computes: two runs of one config agree bit for bit
-    prepared = prepare_task(composed)
-    note_redundant_test_sources(composed)
-    if composed.task.data_check:
-        load_entry(composed.task.data_check)(cfg.task)
+    prepared = prepare_checked(composed)
     check_writable_folder(runs_dir or default_runs_dir(), "runs folder")
     run = run_dir(cfg.task.name, cfg.model.name, composed.run_id, runs_dir)
     if already_completed(run, composed, force):
@@ -490,20 +497,19 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
                 if results.get("status") != "completed":
                     raise
                 deferred.append(signal.SIGINT)  # the run is stored as completed: reported below
-    if deferred:  # Ctrl-C while the run was being stored as finished: it stands, and the command stops here
+    late = bool(deferred)  # Ctrl-C while the run was being stored as finished
+    if not late:
+        try:
+            print(_summary_line(run, results), flush=True)
+            if exit_code == 0 and prepared.loaded is not None and cfg.protocol.name == "single":
+                from harness.runners.predictions import write_after_run
+
+                write_after_run(run, composed, prepared.loaded)
+        except KeyboardInterrupt:  # while its summary or predictions were written
+            late = True
+    if late:  # a completed run stands and the command stops here; any other run is interrupted as usual
         if results.get("status") != "completed":
             raise KeyboardInterrupt
-        print(interrupted_after_completion(run, composed), file=sys.stderr, flush=True)
-        return INTERRUPTED
-    try:
-        print(_summary_line(run, results), flush=True)
-        if exit_code == 0 and prepared.loaded is not None and cfg.protocol.name == "single":
-            from harness.runners.predictions import write_after_run
-
-            write_after_run(run, composed, prepared.loaded)
-    except KeyboardInterrupt:  # a completed run stands; only what is written after it was cut short
-        if results.get("status") != "completed":
-            raise
         print(interrupted_after_completion(run, composed), file=sys.stderr, flush=True)
         return INTERRUPTED
     return exit_code

@@ -37,6 +37,7 @@ from harness.paths import check_writable_folder
 from harness.registry import load_entry
 from harness.runners.build import Prepared, _device_description, _model_error, prepare_task
 from harness.runners.launch import (
+    INTERRUPTED,
     _existing,
     _finish,
     _predictions_missing,
@@ -304,7 +305,7 @@ class StackLaunch:
                 self._finish_all(members, records, summaries, walls, time.perf_counter() - started, trackers)
         if self.deferred or self.late_interrupt:  # Ctrl-C once the members were stored as finished: they stand
             print(self._interrupted_after(records), file=sys.stderr, flush=True)
-            return 130  # as an interrupted command, without the line that says it resumes the runs
+            return INTERRUPTED  # as an interrupted command, without the line that says it resumes the runs
         return 0 if all(r["status"] == "completed" for r in records) else 1
 
     def _interrupted_after(self, records: list[dict[str, Any]]) -> str:

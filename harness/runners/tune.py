@@ -690,9 +690,17 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
         results = list(grid)
         rows = sweep_rows(results, sweep, runs_dir, trial_configs(grid))
     if any(_reported_nothing(result) for result in results):  # Ctrl-C: Tune ended the sweep before every trial ran
-        print(format_table(sweep_table(rows)), flush=True)
-        raise KeyboardInterrupt  # exit code 130, as an interrupted `harness bench`
+        raise SweepInterrupted(rows)  # exit code 130, as an interrupted `harness bench`, after the table
     return rows
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C ended a sweep before every trial ran; ``rows`` are its table's rows (:func:`sweep_rows`), which the
+    command line prints before it stops as for any Ctrl-C."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.rows = rows
 
 
 def trial_configs(grid: Any) -> list[dict[str, Any] | None] | None:
@@ -732,11 +740,6 @@ def sweep_rows(results: list[Any], sweep: Sweep, runs_dir: Path,
                      f"{'them' if unknown > 1 else 'it'}", "metrics": {}})
     return rows
 
-
-def format_table(table: list[list[str]]) -> str:
-    """Rows of cells as aligned columns (as the command line prints its tables)."""
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table)
 
 
 def fit_sweep(tuner: Any, name: str) -> Any:
