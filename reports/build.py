@@ -40,7 +40,7 @@ from harness.paths import check_can_create_in
 from harness.runs import default_runs_dir
 from reports import figures, tables
 from reports.papers import PaperSpec, load_papers
-from reports.store import REFERENCE, YOURS, RunRecord, load_stores, variant_label
+from reports.store import REFERENCE, UNREADABLE, YOURS, RunRecord, load_stores, variant_label
 
 PAPERS_DIR = Path(__file__).resolve().parent / "papers"
 FILES_ROOT = Path(__file__).resolve().parents[1]
@@ -69,11 +69,21 @@ def _progress(run: RunRecord) -> dict[str, Any]:
     so for such a run from its curves so far."""
     progress = {"steps": run.results.get("steps", "–"), "epochs": run.results.get("epochs", "–")}
     curves = run.curves
-    if run.status == "running" and curves is not None and not curves.empty:
-        for key, column in (("steps", "step"), ("epochs", "epoch")):
-            if column in curves and curves[column].notna().any():
-                progress[key] = f"{int(curves[column].max()):,} (its curves so far)"
+    if curves is None or curves.empty or run.status == "completed":
+        return progress
+    for key, column in (("steps", "step"), ("epochs", "epoch")):
+        if column not in curves or not curves[column].notna().any():
+            continue
+        reached = int(curves[column].max())
+        recorded = run.results.get(key)
+        if run.status == "running":
+            progress[key] = f"{reached:,} (its curves so far)"
+        elif not isinstance(recorded, int | float) or reached > recorded:  # a diverged or failed run ends at 0
+            progress[key] = f"{reached:,} (its curves, up to where it {_ENDED.get(run.status, 'ended')})"
     return progress
+
+
+_ENDED = {"diverged": "diverged", "failed": "failed", "interrupted": "was interrupted"}
 
 
 def _run_info(run: RunRecord) -> dict[str, Any]:
@@ -342,6 +352,11 @@ def build_report(runs_dir: Path, out_dir: Path, papers_dir: Path = PAPERS_DIR,
         _replace_site(site, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    unreadable = [run.run_id for run in runs if run.status == UNREADABLE]
+    if unreadable:  # the index marks them; the terminal should say so too
+        shown = ", ".join(unreadable[:3]) + (f" and {len(unreadable) - 3} more" if len(unreadable) > 3 else "")
+        print(f"report: {len(unreadable)} run{'s' if len(unreadable) > 1 else ''} could not be read and "
+              f"{'are' if len(unreadable) > 1 else 'is'} marked unreadable: {shown}", file=sys.stderr)
     order = ["index.html", *(p.page for p in papers), *(r.page for r in runs)]
     return [out_dir / name for name in order]
 
@@ -380,6 +395,8 @@ def report(runs_dir: Path | None, out_dir: Path, results_dir: Path | None = None
     results_dir, named_results = _results_dir(results_dir)
     check_named_store(runs_dir if named_runs else None, "--runs-dir")
     check_named_store(results_dir if named_results else None, "--results-dir")
+    check_named_store(Path(papers_dir), "--papers-dir")  # a typo here would drop every paper page silently
+    check_named_store(Path(files_root), "--files-root")
     try:
         written = build_report(runs_dir, Path(out_dir), papers_dir, files_root, results_dir, jobs)
     except (FileExistsError, ValueError) as exc:

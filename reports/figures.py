@@ -266,7 +266,7 @@ def paper_figures(runs: list[RunRecord], paper: PaperSpec) -> list[dict[str, str
                           hue_title="model")
         if svg:
             what = "win rate" if wins else "episode return"
-            window = ", a running mean over the last 100 episodes" if wins else ""
+            window = ", the mean over the episodes that iteration finished (a handful: noisy)" if wins else ""
             figures.append({"title": f"{task}: training {what} against environment steps",
                             "caption": f"{column} (each iteration's value{window}), interpolated onto common steps; "
                                        "mean over seeds (completed and running runs), band = sd over seeds.",
@@ -505,8 +505,9 @@ def _rl_learning_figure(run: RunRecord) -> dict[str, str] | None:
         fig.legend(handles=handles, title="puzzle type" if types else None, loc="outside right upper", fontsize=7,
                    title_fontsize=8, frameon=False)
         svg = to_svg(fig)
-    caption = ("Training curves against environment steps sampled: the win rate is a running mean over the last "
-               "100 episodes (overall and per puzzle type), the return each iteration's mean; markers at the end: "
+    caption = ("Training curves against environment steps sampled: the win rate (overall and per puzzle type) and "
+               "the return are each iteration's mean over the episodes it finished (a handful: noisy); markers at "
+               "the end: "
                "the final evaluation (a star overall, dots per puzzle type)." if wins else
                "Training episode return (each iteration's mean) against environment steps sampled; the star is the "
                "final evaluation's mean return.")

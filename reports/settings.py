@@ -87,13 +87,33 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
+DATA_SET = "task.data_set"
+
+
+def sets_read(run: RunRecord) -> list[str]:
+    """The data sets a run read its files from (``babi/en/qa3_..._train.txt`` -> ``en``), from the file
+    hashes in results.json: where a file is missing from the configured set, a task may read another set's
+    (bAbI's en-10k lacks task 3's train file, and the runs train on en's 1,000 examples)."""
+    data = run.results.get("data")
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        return []
+    parts = [str(path).split("/") for path in files]
+    return sorted({p[1] for p in parts if len(p) > 2 and p[0] == run.task})
+
+
 def differences(run: RunRecord, settings: dict[str, Any]) -> list[str]:
-    """The settings the run does not share, as ``"<key> <ours> ≠ <paper's>"`` (short key names)."""
+    """The settings the run does not share, as ``"<key> <ours> ≠ <paper's>"`` (short key names). A run that
+    read files of another data set than its config names does not share ``task.data_set``."""
     out = []
     for key, want in settings.items():
         have = cfg_get(run.config, key, _ABSENT)
         if not _satisfied(have, want):
             out.append(f"{key.rsplit('.', 1)[-1]} {_shown(have)} ≠ {_shown(want)}")
+        elif key == DATA_SET and isinstance(have, str) and cfg_get(run.config, "task.source", "files") == "files":
+            others = [name for name in sets_read(run) if name != have]
+            if others:
+                out.append(f"{key.rsplit('.', 1)[-1]} {have} (files also from {', '.join(others)}) ≠ {_shown(want)}")
     return out
 
 

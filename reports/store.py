@@ -12,6 +12,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import re
 import zlib
 from collections import Counter
@@ -102,7 +103,9 @@ class RunRecord:
             values = [value for value in found if value is not None]
             return sum(values) / len(values) if values else None
         value = self.metrics.get(name)
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+            return None  # a NaN or infinity (json.dump writes them) is no number to rank or average
+        return float(value)
 
     def sort_key(self) -> tuple[str, str]:
         """Later runs sort last (finished, then started, then the id)."""

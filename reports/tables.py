@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.papers import FactSpec, PaperSpec, TableSpec
-from reports.settings import describe, differences
+from reports.settings import describe, differences, sets_read
 from reports.store import (
     HELD_OUT,
     SINGLE,
@@ -159,6 +159,9 @@ def setting_label(run: RunRecord) -> str:
     its data set and source (bAbI on the official files is not ranked with bAbI on generated data)."""
     data = [str(value) for value in (cfg_get(run.config, "task.data_set"), cfg_get(run.config, "task.source"))
             if value is not None]
+    named = cfg_get(run.config, "task.data_set")
+    if cfg_get(run.config, "task.source") == "files" and isinstance(named, str):
+        data += [f"files also from {other}" for other in sets_read(run) if other != named]  # a set's missing file
     return base_label(run) + (f" ({', '.join(data)})" if data else "")
 
 
@@ -264,18 +267,22 @@ def colour(diff: float, tolerance: float) -> str:
 
 def _beside(runs: list[RunRecord], metric: str, scale: float, d: int, settings: dict[str, Any]) -> list[str]:
     """Runs that are not like for like, grouped by what differs: ``"n 6 ≠ 9: 95.5 (n=1)"``; stale runs too."""
-    groups: dict[str, list[RunRecord]] = {}
+    groups: dict[tuple[str, str], list[RunRecord]] = {}
     for run in runs:
         diffs = differences(run, settings)
         if run.is_stale:
             diffs.append("stale code")
-        groups.setdefault("; ".join(diffs) or "same settings", []).append(run)
+        # one group per configuration: two configurations that differ from the paper alike are still two
+        # experiments, and one run per seed across them would keep only the latest and hide the other
+        groups.setdefault(("; ".join(diffs) or "same settings", fingerprint_of(run)), []).append(run)
+    shared = Counter(label for label, _ in groups)
     out = []
-    for label, members in sorted(groups.items()):
+    for (label, _), members in sorted(groups.items(), key=lambda item: (item[0][0], variant_label(item[1][0]))):
         chosen = per_seed(members)
         mean, _ = mean_sd([scale * run.metric(metric) for run in chosen])  # type: ignore[operator]
         origins = sorted({run.origin for run in chosen})
-        out.append(f"{label}: {fmt(mean, d)} (n={len(chosen)}, {'/'.join(origins)})")
+        named = f"{label} ({variant_label(chosen[0])})" if shared[label] > 1 else label
+        out.append(f"{named}: {fmt(mean, d)} (n={len(chosen)}, {'/'.join(origins)})")
     return out
 
 
@@ -447,12 +454,25 @@ def _ours_from_runs(fact: FactSpec, runs: list[RunRecord]) -> dict[str, Any]:
             "runs": [run.run_id for run, _ in used]}
 
 
+PUBLISHED_PERF = Path("results") / "perf"
+"""Where ``make perf-publish`` keeps the benchmark records (reports.perf), under the files root."""
+
+
 def _ours_from_file(fact: FactSpec, files_root: Path) -> dict[str, Any]:
+    """A figure from a benchmark file: ``bench/NAME.json`` as ``make perf`` writes it (a record whose
+    ``figures`` hold the benchmark's numbers; a bare figures object is read too), else the published record
+    ``results/perf/NAME.json`` of the same benchmark."""
     name, key = str(fact.ours["file"]), str(fact.ours["value"])
+    shown = name
     data = read_json_object(files_root / name)
-    value = _as_number(cfg_get(data, key)) if data is not None else None
-    context = ", ".join(f"{k} {data[k]}" for k in ("device", "threads") if data is not None and k in data)
-    where = f"{name}: {key}" + (f" ({context})" if context else "")
+    if data is None and Path(name).parts[:1] == ("bench",):
+        published = PUBLISHED_PERF / Path(name).name
+        data = read_json_object(files_root / published)
+        shown = f"{published.as_posix()} (the published record)" if data is not None else name
+    record = data.get("figures") if data is not None and isinstance(data.get("figures"), dict) else data
+    value = _as_number(cfg_get(record, key)) if record is not None else None
+    context = ", ".join(f"{k} {record[k]}" for k in ("device", "threads") if record is not None and k in record)
+    where = f"{shown}: {key}" + (f" ({context})" if context else "")
     if value is None:
         return {"value": None, "text": NOT_MEASURED, "where": where if data is not None else f"{name} (absent)",
                 "runs": []}
@@ -500,6 +520,22 @@ def last_value(run: RunRecord, name: str) -> float | None:
     return float(points.iloc[-1]) if len(points) else None
 
 
+def _last_iteration(run: RunRecord, name: str) -> float | None:
+    """``name`` in the run's last training iteration: results.json's final metrics when it has them, else the last
+    row of metrics.csv that has a training win rate. Not the column's last value wherever it was: a puzzle type
+    that no episode of the last iteration ended on has no value there, and an older one would pass for it."""
+    if run.metrics:
+        return run.metric(name)
+    curves = run.curves
+    if curves is None or name not in curves.columns or "train/win_rate" not in curves.columns:
+        return None
+    rows = curves[curves["train/win_rate"].notna()]
+    if rows.empty:
+        return None
+    value = _as_number(rows[name].iloc[-1])
+    return value if value is not None and math.isfinite(value) else None
+
+
 def _percent(value: float | None) -> str:
     return fmt(100 * value) if value is not None else "–"
 
@@ -528,7 +564,7 @@ def rl_summary(run: RunRecord) -> dict[str, Any] | None:
          "train": _count(last_value(run, "train/episodes"))},
     ]
     types = [{"type": kind, "eval": _percent(last_value(run, f"{WIN_RATE}/{kind}")),
-              "train": _percent(last_value(run, f"train/win_rate/{kind}"))} for kind in puzzle_types(run)]
+              "train": _percent(_last_iteration(run, f"train/win_rate/{kind}"))} for kind in puzzle_types(run)]
     return {
         "env_steps": _count(results.get("env_steps", results.get("steps"))),
         "iterations": _count(results.get("iterations")),

@@ -2,8 +2,8 @@
 
 A policy trained at a constant rate can swing between iterations: CartPole agents reach the 500-step limit in
 one iteration and fall well short of it a few iterations later, so the policy left when training stops is
-often past its peak (the training win rate that stops a run is also a window over the last 100 episodes,
-played by several policies before the last update). Like the best validation checkpoint of a supervised run,
+often past its peak (the training win rate that stops a run is also a mean over the last five iterations'
+episodes, played by several policies before the last update). Like the best validation checkpoint of a supervised run,
 every ``rl.select_every`` iterations (and once more when training stops) the current policy plays
 ``rl.select_episodes`` episodes on the run's *selection* boards, the same boards every round and apart from
 the final evaluation's (:mod:`harness.runners.rl_eval`); the best round so far (win rate, then return; a later

@@ -1,0 +1,146 @@
+"""Report fixes from an audit of the HTML report against the stored runs: a non-finite metric is no number, a
+benchmark record is read as ``make perf`` writes it (and from its published copy), configurations beside a
+published cell are not merged, a diverged run's page shows how far it got, a mistyped --papers-dir is refused,
+unreadable runs are named on the terminal, and an RL run's per-puzzle training column is its last iteration."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from reports.build import build_report, main
+from reports.papers import load_papers
+from reports.store import RunRecord
+from reports.tables import TEST_ACC, _beside, _best_variant, _last_iteration, fact_rows
+from tests.test_report import write_run
+
+PAPERS = Path(__file__).resolve().parents[1] / "reports" / "papers"
+
+
+def _run(results: dict, config: dict | None = None, curves: pd.DataFrame | None = None) -> RunRecord:
+    return RunRecord(path=Path("x"), rel_path="x", task=results.get("task", "babi"), model="m", run_id="r",
+                     results=results, status=results.get("status", "completed"), config=config or {}, curves=curves)
+
+
+def test_a_non_finite_metric_is_no_number_and_ranks_nowhere() -> None:
+    assert _run({"metrics": {"test/acc": math.nan}}).metric("test/acc") is None
+    assert _run({"metrics": {"test/acc": math.inf}}).metric("test/acc") is None
+    assert _run({"metrics": {"test/acc": 0.5}}).metric("test/acc") == 0.5
+    # a configuration whose run stored NaN (json.dump writes it) sorting first used to win every comparison
+    nan_run = _run({"metrics": {"test/acc": math.nan}, "seed": 0}, config={"seed": 0})
+    nan_run.fingerprint = "a"
+    good = _run({"metrics": {"test/acc": 0.9}, "seed": 0}, config={"seed": 0})
+    good.fingerprint = "b"
+    best = _best_variant([nan_run, good], TEST_ACC)
+    assert best is not None and best["text"] == "90.0"
+
+
+def _facts(root: Path) -> dict[str, dict]:
+    paper = next(p for p in load_papers(PAPERS) if p.name == "simplicial")
+    return {row["id"]: row for row in fact_rows(paper.facts, [], root)}
+
+
+def test_benchmark_facts_read_the_record_make_perf_writes_and_else_its_published_copy(tmp_path: Path) -> None:
+    record = {"name": "agents", "command": "python -m models.agents.bench_agents",
+              "figures": {"device": "cpu", "threads": 2, "ms": {"1280": {"relational": 200.0, "simplicial": 400.0}},
+                          "ratio": {"1280": 2.0}}}
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "agents.json").write_text(json.dumps(record))  # reports.perf run's bench/NAME.json
+    facts = _facts(tmp_path)
+    assert facts["grad_relational"]["text"] == "200.0" and facts["grad_ratio"]["text"] == "2.00"
+    assert facts["grad_relational"]["where"] == "bench/agents.json: ms.1280.relational (device cpu, threads 2)"
+    assert facts["env_single"]["text"] == "not measured" and "(absent)" in facts["env_single"]["where"]
+    # no bench/ file: the published record results/perf/NAME.json (make perf-publish) stands in
+    (tmp_path / "bench" / "agents.json").unlink()
+    (tmp_path / "results" / "perf").mkdir(parents=True)
+    (tmp_path / "results" / "perf" / "agents.json").write_text(json.dumps(record))
+    (tmp_path / "results" / "perf" / "boxworld_env.json").write_text(json.dumps(
+        {"name": "boxworld_env", "figures": {"single_bridge_steps_per_s": 698410.0}}))
+    facts = _facts(tmp_path)
+    assert facts["grad_simplicial"]["text"] == "400.0"
+    assert facts["grad_simplicial"]["where"].startswith("results/perf/agents.json (the published record)")
+    assert facts["env_single"]["text"] == "698,410"
+
+
+def test_configurations_beside_a_published_cell_are_listed_apart() -> None:
+    """Two configurations that differ from the paper alike (a 6x6 board, two time limits) are two experiments:
+    one run per seed across both kept only the later and hid the other's number."""
+    settings = {"task.env.n": 9}
+
+    def run(seed_tag: str, limit: int, win: float, finished: str) -> RunRecord:
+        r = _run({"metrics": {"eval/win_rate": win}, "seed": 0, "finished_at": finished},
+                 config={"seed": 0, "task": {"env": {"n": 6}}, "rl": {"max_time_s": limit}})
+        r.run_id = seed_tag
+        return r
+
+    beside = _beside([run("a", 3300, 0.815, "2026-01-01"), run("b", 600, 0.355, "2026-01-02")], "eval/win_rate",
+                     100.0, 1, settings)
+    assert len(beside) == 2, beside
+    assert any("81.5 (n=1" in line for line in beside) and any("35.5 (n=1" in line for line in beside)
+    assert all(line.startswith("n 6 ≠ 9 (") for line in beside)  # each named by its configuration
+    one = _beside([run("a", 3300, 0.815, "2026-01-01")], "eval/win_rate", 100.0, 1, settings)
+    assert one == ["n 6 ≠ 9: 81.5 (n=1, yours)"]
+
+
+def test_a_diverged_run_page_shows_how_far_its_curves_got(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    path = write_run(runs, "babi", "tpr_rnn", 0, task_cfg={"babi_id": 1}, status="diverged",
+                     error="non-finite training loss (nan) at step 41")
+    results = json.loads((path / "results.json").read_text())
+    results.update(steps=0, epochs=0)  # what the runner records for a diverged run
+    (path / "results.json").write_text(json.dumps(results))
+    build_report(runs, tmp_path / "out")
+    page = (tmp_path / "out" / "runs" / "babi-tpr_rnn-cpu-s0-a.html").read_text()
+    assert "40 (its curves, up to where it diverged) / 1 (its curves, up to where it diverged)" in page
+
+
+def test_a_missing_papers_dir_is_a_one_line_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    code = main(["--runs-dir", str(runs), "--results-dir", "", "--out", str(tmp_path / "out"),
+                 "--papers-dir", str(tmp_path / "nope")])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == f"report: --papers-dir {tmp_path / 'nope'}: no such folder"
+    assert not (tmp_path / "out").exists()
+
+
+def test_unreadable_runs_are_named_on_the_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = tmp_path / "runs"
+    write_run(runs, "babi", "lstm", 0, task_cfg={"babi_id": 1}, metrics={"test/acc": 0.5})
+    broken = write_run(runs, "babi", "lstm", 1, task_cfg={"babi_id": 1}, metrics={"test/acc": 0.5})
+    (broken / "results.json").write_text("{not json")
+    build_report(runs, tmp_path / "out")
+    assert capsys.readouterr().err.strip() == "report: 1 run could not be read and is marked unreadable: " \
+                                              "babi-lstm-cpu-s1-a"
+
+
+def test_an_rl_runs_per_puzzle_training_column_is_its_last_iteration() -> None:
+    curves = pd.DataFrame([
+        {"step": 100, "train/win_rate": 0.5, "train/win_rate/1-0-0": 1.0, "train/win_rate/3-2-4": 1.0},
+        {"step": 200, "train/win_rate": 0.8, "train/win_rate/1-0-0": 0.0, "train/win_rate/3-2-4": None},
+        {"step": 200, "eval/win_rate": 0.4},  # the final evaluation's row
+    ])
+    running = _run({"status": "running", "metrics": {}}, config={"rl": {}}, curves=curves)
+    assert _last_iteration(running, "train/win_rate/1-0-0") == 0.0
+    assert _last_iteration(running, "train/win_rate/3-2-4") is None  # no episode of that type in the last one
+    done = _run({"metrics": {"train/win_rate": 0.8, "train/win_rate/1-0-0": 0.0}}, config={"rl": {}}, curves=curves)
+    assert _last_iteration(done, "train/win_rate/1-0-0") == 0.0
+    assert _last_iteration(done, "train/win_rate/3-2-4") is None
+
+
+def test_every_full_model_table_of_the_tpr_rnn_paper_sets_the_ablations_apart() -> None:
+    """Only Table 3 compares ablated models: every other TPR-RNN table (the PyTorch port's too) counts a run with
+    some memory operations left out as not like for like, so "the configuration with the most seeds" cannot pick
+    an ablation for a full-model number."""
+    from reports.settings import differences
+
+    paper = next(p for p in load_papers(PAPERS) if p.name == "tpr_rnn")
+    ablated = _run({"status": "completed"}, config={"model": {"operations": ["write"]}})
+    for table in paper.tables:
+        if "ablation" in table.title:
+            continue
+        assert any(d.startswith("operations") for d in differences(ablated, table.settings)), table.id
