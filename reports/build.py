@@ -39,6 +39,7 @@ from harness.errors import UserError
 from harness.paths import check_can_create_in
 from harness.runs import default_runs_dir
 from reports import figures, tables
+from reports.floors import dead_floor, load_floor
 from reports.papers import PaperSpec, load_papers
 from reports.store import REFERENCE, UNREADABLE, YOURS, RunRecord, load_stores, variant_label
 
@@ -112,9 +113,10 @@ def _count(value: Any) -> str:
     return f"{value:,.0f}" if isinstance(value, int | float) and not isinstance(value, bool) else "–"
 
 
-def _stepwise_info(run: RunRecord) -> dict[str, Any] | None:
+def _stepwise_info(run: RunRecord, floor: dict[str, Any]) -> dict[str, Any] | None:
     """A stepwise run's summary rows: outer cycles and validations, trajectory, best, throughput in world-steps
-    per second, and the long-horizon rollout's length and time; None for other runs."""
+    per second, the long-horizon rollout's length and time, and for the Game of Life the "all dead" answers' accuracy
+    on the same worlds (``floor``: :func:`reports.floors.load_floor`); None for other runs."""
     if not run.is_stepwise:
         return None
     results, spec = run.results, _dict(run.config.get("stepwise"))
@@ -147,6 +149,7 @@ def _stepwise_info(run: RunRecord) -> dict[str, Any] | None:
         "throughput": f"{_count(rate)} world-steps/s (median over validation windows)"
         if isinstance(rate, int | float) and not isinstance(rate, bool) else "–",
         "rollout": rolled,
+        "dead_floor": dead_floor(run, floor) if run.task == "game_of_life" else None,
     }
 
 
@@ -231,11 +234,11 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
                tables=[tables.compare_table(runs, table) for table in paper.tables],
                facts=tables.fact_rows(paper.facts, runs, files_root),
                figures=_markup_figures(figures.paper_figures(runs, paper)))
-    pages.update(_run_pages(runs, env, nav, jobs))
+    pages.update(_run_pages(runs, env, nav, jobs, load_floor(files_root / "results")))
     return pages
 
 
-def _run_page(env: Environment, nav: list[dict[str, str]], run: RunRecord) -> str:
+def _run_page(env: Environment, nav: list[dict[str, str]], run: RunRecord, floor: dict[str, Any]) -> str:
     """One run's page (an error page when it cannot be rendered)."""
     versions = run.results.get("versions") if isinstance(run.results.get("versions"), dict) else {}
     analysis = run.results.get("analysis")
@@ -243,7 +246,7 @@ def _run_page(env: Environment, nav: list[dict[str, str]], run: RunRecord) -> st
         context = dict(
             title=f"{run.run_id} ({run.status})", run=run,
             variant=variant_label(run) if run.results else "–", info=_run_info(run), rl=tables.rl_summary(run),
-            stepwise=_stepwise_info(run), metrics=tables.metric_rows(run.metrics), stages=tables.stage_rows(run),
+            stepwise=_stepwise_info(run, floor), metrics=tables.metric_rows(run.metrics), stages=tables.stage_rows(run),
             predictions=tables.predictions_view(run),
             figures=_markup_figures(figures.run_figures(run)),
             rollout=_markup_figures([f for f in [figures.rollout_figure(run)] if f]),
@@ -260,7 +263,7 @@ _FORKED: dict[str, Any] = {}
 
 
 def _forked_run_page(index: int) -> str:
-    return _run_page(_FORKED["env"], _FORKED["nav"], _FORKED["runs"][index])
+    return _run_page(_FORKED["env"], _FORKED["nav"], _FORKED["runs"][index], _FORKED["floor"])
 
 
 def default_jobs() -> int:
@@ -268,12 +271,13 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _run_pages(runs: list[RunRecord], env: Environment, nav: list[dict[str, str]], jobs: int) -> dict[str, str]:
+def _run_pages(runs: list[RunRecord], env: Environment, nav: list[dict[str, str]], jobs: int,
+               floor: dict[str, Any]) -> dict[str, str]:
     """Every run's page, page path -> HTML. Drawing a run's figures is most of a build (about 0.15 s a run), and
     the pages are independent: with ``jobs`` > 1 they are rendered in that many forked processes (where the
     platform forks), each page exactly as one process renders it."""
     if jobs > 1 and len(runs) > 1 and "fork" in multiprocessing.get_all_start_methods():
-        _FORKED.update(env=env, nav=nav, runs=runs)
+        _FORKED.update(env=env, nav=nav, runs=runs, floor=floor)
         try:
             with ProcessPoolExecutor(min(jobs, len(runs)), mp_context=multiprocessing.get_context("fork")) as pool:
                 return {run.page: html for run, html in zip(runs, pool.map(_forked_run_page, range(len(runs)),
@@ -283,7 +287,7 @@ def _run_pages(runs: list[RunRecord], env: Environment, nav: list[dict[str, str]
                   file=sys.stderr)
         finally:
             _FORKED.clear()
-    return {run.page: _run_page(env, nav, run) for run in runs}
+    return {run.page: _run_page(env, nav, run, floor) for run in runs}
 
 
 def _check_out(out_dir: Path) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.babi_generator import babi_generator_section
+from reports.floors import EARLY_STEPS, FLOOR_COMMAND, dead_floor, load_floor
 from reports.markdown import table as _table
 from reports.papers import PaperSpec, TableSpec, load_papers
 from reports.perf import speed_section
@@ -720,7 +721,6 @@ def _rollout_time(run: RunRecord) -> str:
 
 
 WORLD_TASKS = ("game_of_life", "world_of_numbers")
-EARLY_STEPS = (1, 2, 3, 4)  # the rollout's first steps shown beside its horizons (with the training length)
 STREAM_TASKS = ("lstm_recall", *WORLD_TASKS)  # every run of these goes in the world-state tables
 
 
@@ -738,40 +738,6 @@ def _groups_at_test(run: RunRecord) -> str:
     names = sorted({key.split("/")[1] for key in run.metrics
                     if key.startswith("test/") and key.endswith("/acc") and key.count("/") == 2} - {"final"})
     return ", ".join(f"{name} {_mean_sd(_values([run], f'test/{name}/acc'))}" for name in names) or "–"
-
-
-GAME_OF_LIFE_FLOOR = Path("generators") / "game_of_life.json"  # under results/: tasks/game_of_life/baseline.py
-
-
-def _dead_floor(run: RunRecord, floor: dict[str, Any]) -> str:
-    """For a Game of Life run: the accuracy of answering "dead" everywhere on the very worlds its figures come
-    from (``held_out`` in ``python -m tasks.game_of_life.baseline``'s file): its test worlds at the training
-    length, and its rollout worlds at the rollout's first steps, training length and horizons."""
-    if run.task != "game_of_life":
-        return "–"
-    steps = int(cfg_get(run.config, "stepwise.eval_steps") or cfg_get(run.config, "stepwise.steps"))
-    test = _held_out_floor(run, floor, "test", int(cfg_get(run.config, "stepwise.eval_batch")), steps)
-    rollout = _held_out_floor(run, floor, "rollout", int(cfg_get(run.config, "stepwise.horizon_batch")),
-                              max(int(h) for h in cfg_get(run.config, "stepwise.horizons")))
-    if test is None or rollout is None:
-        return f"not measured for these worlds: {floor.get('command', 'python -m tasks.game_of_life.baseline')}"
-    shown = [*EARLY_STEPS, int(cfg_get(run.config, "stepwise.steps")),
-             *(int(h) for h in cfg_get(run.config, "stepwise.horizons"))]
-    curve = ", ".join(f"{step:,}: {100 * rollout[str(step)]:.1f}" for step in dict.fromkeys(shown)
-                      if str(step) in rollout)
-    return f"test, step {steps}: {100 * test[str(steps)]:.1f}; rollout {curve}"
-
-
-def _held_out_floor(run: RunRecord, floor: dict[str, Any], worlds: str, boards: int, steps: int
-                    ) -> dict[str, float] | None:
-    """The stored "dead" curve of the ``boards`` held-out ``worlds`` ("test" or "rollout") of the run's board
-    settings, measured at least ``steps`` steps; None if the file has none."""
-    board = {key: cfg_get(run.config, f"task.{key}") for key in ("size", "boundary", "density", "interventions")}
-    for entry in floor.get("held_out") or []:
-        if entry["worlds"] == worlds and entry["boards"] == boards and entry["steps"] >= steps \
-                and all(entry[key] == value for key, value in board.items()):
-            return entry["dead_share"]
-    return None
 
 
 def _model_size(run: RunRecord) -> str:
@@ -795,11 +761,10 @@ def world_state_section(runs: list[RunRecord], papers: list[PaperSpec],
                      "the paper (§7.1, Appendix B)", "training", "wall time", "run"]
     world = sorted((run for run in runs if run.task in WORLD_TASKS and run.status == "completed"),
                    key=lambda run: (run.task, _world_setting(run), natural_key(run.run_id)))
-    floor_path = results_dir / GAME_OF_LIFE_FLOOR
-    floor = json.loads(floor_path.read_text()) if floor_path.exists() else {}
+    floor = load_floor(results_dir)
     world_rows = [[run.task, _world_setting(run), _model_size(run), str(run.profile),
                    _mean_sd(_values([run], "test/acc")), _mean_sd(_values([run], "test/final/acc")),
-                   _groups_at_test(run), _world_rollout(run), _dead_floor(run, floor), _rollout_time(run),
+                   _groups_at_test(run), _world_rollout(run), dead_floor(run, floor), _rollout_time(run),
                    _world_training(run), _minutes([run]), _ids([run])]
                   for run in world]
     world_header = ["task", "setting", "model", "profile", "test acc % (all steps)", "at the last training step",
@@ -824,7 +789,7 @@ def world_state_section(runs: list[RunRecord], papers: list[PaperSpec],
             "beside each Game of Life run, measured on the very boards its figures come from (its 256 test "
             "worlds at the training length, the 16 or 64 worlds of its rollout; "
             "`results/generators/game_of_life.json`, from "
-            f"`{floor.get('command', 'python -m tasks.game_of_life.baseline')}`). A rollout figure equal to its "
+            f"`{floor.get('command', FLOOR_COMMAND)}`). A rollout figure equal to its "
             "floor means the model answers \"dead\" on every cell of those worlds, or as good as.", "",
             *_table(world_header, world_rows)]
 

@@ -112,8 +112,21 @@ def _best_variant(runs: list[RunRecord], head: Headline) -> dict[str, Any] | Non
         if best is None or mean > best["mean"]:
             best = {"mean": mean, "text": fmt(mean), "sd": fmt(sd) if sd is not None else None,
                     "variant": variant_label(chosen[0]), "seeds": len(chosen), "unit": head.unit,
-                    "label": head.label}
+                    "label": head.label, "budget": budget(chosen)}
     return best
+
+
+def budget(runs: list[RunRecord]) -> str:
+    """How much the runs trained, so that a ranking of time-capped runs shows what each had: their mean steps
+    (environment steps for RL), and the accelerator where one was used (``"5,121 steps"``, ``"100,000 steps on
+    cuda: NVIDIA H100"``)."""
+    rl = any(run.is_rl for run in runs)
+    counts = [run.results.get("env_steps" if rl else "steps") for run in runs]
+    counts = [c for c in counts if isinstance(c, int | float) and not isinstance(c, bool)]
+    text = f"{statistics.fmean(counts):,.0f} {'env steps' if rl else 'steps'}" if counts else ""
+    devices = sorted({str(run.results.get("device")) for run in runs
+                      if run.results.get("device") and not str(run.results.get("device")).startswith("cpu")})
+    return "; ".join(part for part in (text, " and ".join(f"on {d}" for d in devices)) if part)
 
 
 def matrix(runs: list[RunRecord], papers: list[PaperSpec]) -> dict[str, Any]:

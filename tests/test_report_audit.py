@@ -144,3 +144,39 @@ def test_every_full_model_table_of_the_tpr_rnn_paper_sets_the_ablations_apart() 
         if "ablation" in table.title:
             continue
         assert any(d.startswith("operations") for d in differences(ablated, table.settings)), table.id
+
+
+def test_a_game_of_life_run_page_shows_the_all_dead_floor_of_its_worlds() -> None:
+    """The README's world-state table puts each Game of Life figure beside the accuracy of answering "dead"
+    everywhere on the same worlds; the run page does too, and says when the worlds were not measured."""
+    from reports.build import _stepwise_info
+
+    config = {"task": {"name": "game_of_life", "size": 8, "boundary": "torus", "density": 0.5, "interventions": 0},
+              "stepwise": {"steps": 5, "eval_steps": None, "eval_batch": 4, "horizon_batch": 2, "horizons": [10]}}
+    run = _run({"task": "game_of_life", "kind": "stepwise"}, config=config)
+    run.task = "game_of_life"
+    board = {"size": 8, "boundary": "torus", "density": 0.5, "interventions": 0}
+    floor = {"held_out": [
+        {"worlds": "test", "boards": 4, "steps": 5, **board, "dead_share": {"5": 0.75}},
+        {"worlds": "rollout", "boards": 2, "steps": 10, **board,
+         "dead_share": {str(step): step / 20 for step in range(1, 11)}}]}
+    info = _stepwise_info(run, floor)
+    assert info is not None
+    assert info["dead_floor"] == "test, step 5: 75.0; rollout 1: 5.0, 2: 10.0, 3: 15.0, 4: 20.0, 5: 25.0, 10: 50.0"
+    assert _stepwise_info(run, {})["dead_floor"].startswith("not measured for these worlds")
+    run.task = "world_of_numbers"
+    assert _stepwise_info(run, floor)["dead_floor"] is None
+
+
+def test_a_ranked_entry_says_how_long_its_runs_trained_and_on_what() -> None:
+    """Time-capped runs of one setting can differ tenfold in steps (a GPU's against one CPU thread's): each
+    ranked entry names its runs' mean steps and any accelerator."""
+    from reports.tables import budget
+
+    cpu = _run({"steps": 5121, "device": "cpu, 1 threads"})
+    gpu = _run({"steps": 100000, "device": "cuda: NVIDIA H100"})
+    assert budget([cpu]) == "5,121 steps"
+    assert budget([cpu, gpu]) == "52,560 steps; on cuda: NVIDIA H100"
+    rl = _run({"env_steps": 40000, "steps": 40000}, config={"rl": {}})
+    assert budget([rl]) == "40,000 env steps"
+    assert budget([_run({})]) == ""
