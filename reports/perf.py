@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from reports.markdown import table
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_DIR = ROOT / "bench"
 PERF = Path("perf")  # under results/
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 def _machine() -> dict[str, Any]:
@@ -44,35 +46,56 @@ def _machine() -> dict[str, Any]:
 
 def run_benchmark(name: str, command: Sequence[str], bench_dir: Path = BENCH_DIR) -> int:
     """Run ``command``, stream its output to stdout and ``bench_dir/NAME.log``, record its last line's figures
-    in ``bench_dir/NAME.json``; returns an exit code (the command's, or 2 when its last line is not JSON)."""
+    in ``bench_dir/NAME.json``; returns an exit code (the command's, or 2 when its last line is not JSON).
+
+    The output goes to ``NAME.log.partial`` until the record is written, then replaces ``NAME.log``: a benchmark
+    that fails or is interrupted leaves the previous record and its log as they were (a later ``perf-publish``
+    cannot publish an old record beside a new log), and its own output in ``NAME.log.partial``."""
+    if not NAME.fullmatch(name):
+        print(f"perf: the name {name!r} must be letters, digits, '_' or '-' (it names bench/NAME.json)",
+              file=sys.stderr)
+        return 2
+    if shutil.which(command[0]) is None:
+        print(f"perf {name}: no command {command[0]!r}; nothing recorded", file=sys.stderr)
+        return 2
     bench_dir.mkdir(parents=True, exist_ok=True)
     before, started, clock = _machine(), datetime.now(UTC), time.perf_counter()
     last = ""
-    with open(bench_dir / f"{name}.log", "w", encoding="utf-8") as log, subprocess.Popen(
-            list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1) as process:
-        assert process.stdout is not None
-        for line in process.stdout:
-            sys.stdout.write(line)
-            log.write(line)
-            if line.strip():
-                last = line.strip()
+    partial = bench_dir / f"{name}.log.partial"
+    kept = f"nothing recorded (its output: {partial}"
+    kept += f"; the previous record {name}.json stays)" if (bench_dir / f"{name}.json").exists() else ")"
+    try:
+        with open(partial, "w", encoding="utf-8") as log, subprocess.Popen(
+                list(command), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1) as process:
+            assert process.stdout is not None
+            for line in process.stdout:
+                sys.stdout.write(line)
+                log.write(line)
+                if line.strip():
+                    last = line.strip()
+    except KeyboardInterrupt:
+        print(f"perf {name}: interrupted; {kept}", file=sys.stderr)
+        return 130
     seconds = time.perf_counter() - clock
     if process.returncode != 0:
-        print(f"perf {name}: the benchmark exited with {process.returncode}; nothing recorded", file=sys.stderr)
+        print(f"perf {name}: the benchmark exited with {process.returncode}; {kept}", file=sys.stderr)
         return process.returncode
     try:
         figures = json.loads(last)
     except json.JSONDecodeError:
         figures = None
     if not isinstance(figures, dict):
-        print(f"perf {name}: the benchmark's last line is not a JSON object ({last[:60]!r}); nothing recorded",
+        print(f"perf {name}: the benchmark's last line is not a JSON object ({last[:60]!r}); {kept}",
               file=sys.stderr)
         return 2
     record = {"name": name, "command": " ".join(_shown(command)), "figures": figures,
               "started": started.isoformat(timespec="seconds"), "seconds": round(seconds, 1),
               "machine": {**before, "load_average_after": _machine()["load_average"]},
               "git": git_info(), "versions": package_versions()}
-    (bench_dir / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    staged = bench_dir / f"{name}.json.partial"
+    staged.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    os.replace(staged, bench_dir / f"{name}.json")
+    os.replace(partial, bench_dir / f"{name}.log")
     return 0
 
 
@@ -90,7 +113,12 @@ def publish(names: Sequence[str], bench_dir: Path = BENCH_DIR, results_dir: Path
         print(f"perf publish: no record {', '.join(missing) or 'at all'} in {bench_dir} (run `make perf` first)",
               file=sys.stderr)
         return 2
-    unrecorded = [path.stem for path in paths if "figures" not in json.loads(path.read_text(encoding="utf-8"))]
+    unreadable = [path.stem for path in paths if not isinstance(_read_record(path), dict)]
+    if unreadable:
+        print(f"perf publish: {', '.join(unreadable)} in {bench_dir} is not a JSON record; run its benchmark again",
+              file=sys.stderr)
+        return 2
+    unrecorded = [path.stem for path in paths if "figures" not in _read_record(path)]
     if unrecorded:
         print(f"perf publish: {', '.join(unrecorded)} in {bench_dir} came from an older `make perf` without "
               "provenance; run it again", file=sys.stderr)
@@ -101,6 +129,14 @@ def publish(names: Sequence[str], bench_dir: Path = BENCH_DIR, results_dir: Path
         shutil.copyfile(path, target / path.name)
         print(f"published {path.name} -> {target / path.name}")
     return 0
+
+
+def _read_record(path: Path) -> Any:
+    """A record's contents, or None when it is not JSON."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
 
 
 # The README's speed tables
@@ -145,14 +181,25 @@ def _boxworld(figures: dict[str, Any]) -> list[str]:
                    *(f"{count:,} boards (x one env)" for count in boards)], rows)
 
 
+def _stacked_cell(rates: dict[str, float], variant: str) -> str:
+    """One stack size's total batches/s, with its ratio to the plain (unstacked) model measured beside it."""
+    if variant not in rates:
+        return "–"
+    plain = rates.get("plain")
+    shown = variant != "plain" and isinstance(plain, int | float) and plain > 0
+    ratio = f" ({rates[variant] / plain:.2f}x)" if shown else ""
+    return f"{rates[variant]:,.1f}{ratio}"
+
+
 def _stacked(figures: dict[str, Any]) -> list[str]:
     variants: list[str] = []
     for model in figures["models"].values():
         for rates in model["batches_per_s"].values():
             variants += [name for name in rates if name not in variants]
-    rows = [[name, threads, *(f"{rates[v]:,.1f}" if v in rates else "–" for v in variants)]
+    rows = [[name, threads, *(_stacked_cell(rates, v) for v in variants)]
             for name, model in figures["models"].items() for threads, rates in model["batches_per_s"].items()]
-    lines = _table(["model", "threads", *(f"{v} batches/s" for v in variants)], rows)
+    lines = _table(["model", "threads", *(f"{v} batches/s" + ("" if v == "plain" else " (x plain)") for v in variants)],
+                   rows)
     hours = "; ".join(f"{what}: {value:.1f} h" for what, value in figures.get("grid_hours", {}).items())
     if hours:
         lines = [*lines, "", f"Projected wall time of Table 1's grid (75 runs x 100,000 batches): {hours}."]

@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -433,6 +434,27 @@ def diverged_advice(run: Run, composed: Composed) -> str:
             "can get past it.")
 
 
+def check_ray_address(cfg: Any) -> None:
+    """Where an RL run's Ray comes from, checked before the run directory exists, as any other mistake: the cluster
+    ``RAY_ADDRESS`` names must answer and accept the token; a local Ray must have a CPU for each EnvRunner (RLlib
+    would otherwise wait for them for ever, printing nothing). Skipped inside a sweep's trial (Ray is up, and the
+    sweep reserved the trial's CPUs)."""
+    address = os.environ.get("RAY_ADDRESS")
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        return
+    if address:
+        from harness.runners.ray_session import check_cluster
+
+        check_cluster(address)
+        return
+    runners, cpus = int(cfg.rl.num_env_runners), int(cfg.rl.num_cpus or os.cpu_count() or 1)
+    if runners > cpus:
+        raise UserError(f"rl.num_env_runners={runners} needs a CPU for each EnvRunner but the local Ray has {cpus} "
+                        f"(rl.num_cpus, default this machine's CPUs), so the run would wait for ever; lower "
+                        f"rl.num_env_runners (0 samples in the run's own process) or run it on a cluster (RAY_ADDRESS)")
+
+
 def open_tracker(run: Run, composed: Composed) -> Tracker:
     """The run's W&B mirror (a no-op when W&B is disabled)."""
     cfg = composed.cfg
@@ -456,6 +478,8 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     if composed.kind == "supervised":
         refuse_stack_member(run, composed, force)
     build_and_check(composed, prepared)
+    if composed.kind == "rl":
+        check_ray_address(cfg)
     remove_leftover_temporaries(run)
     previous = _existing(run, force, composed)
 

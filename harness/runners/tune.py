@@ -94,6 +94,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -484,14 +485,42 @@ def trial_label(trial: dict[str, Any]) -> str:
     return " ".join([str(trial.get("cell") or trial.get("model")), f"seed={trial.get('seed')}", *shown])
 
 
-def trial_bundles(sweep: Sweep, task: str, model: str) -> list[dict[str, float]]:
+def trial_bundles(sweep: Sweep, task: str, model: str, sampled: tuple[str, ...] = ()) -> list[dict[str, float]]:
     """The placement group one trial needs: the trial's own process (for RL: RLlib's driver and local
-    learner) plus, for RL, one CPU per EnvRunner, in the order RLlib fills it."""
+    learner) plus, for RL, one CPU per EnvRunner, in the order RLlib fills it. ``sampled``: the trial's values of
+    the sweep's space as overrides (``rl.num_env_runners`` may be one of them)."""
     from harness.config import compose
 
-    composed = compose(task, model, sweep.profile, cell_overrides(sweep, f"{task}/{model}"))
+    composed = compose(task, model, sweep.profile, [*cell_overrides(sweep, f"{task}/{model}"), *sampled])
     runners = int(composed.cfg.rl.num_env_runners) if composed.task.kind == "rl" else 0
     return [{"CPU": float(sweep.cpus_per_trial)}] + [{"CPU": 1.0}] * runners
+
+
+RUNNERS_KEY = "rl.num_env_runners"
+
+
+def runner_choices(sweep: Sweep) -> list[tuple[str, ...]]:
+    """The space values that change a trial's CPUs: each value the space gives ``rl.num_env_runners`` (as
+    :func:`check_sweep` composes them), or one empty choice when the space leaves it alone."""
+    spec = sweep.space.get(RUNNERS_KEY)
+    return [(f"{RUNNERS_KEY}={_flow(value)}",) for value in _candidates(spec)] if spec else [()]
+
+
+def check_trial_cpus(sweep: Sweep, needs: dict[str, float], cpus: float, cluster: bool) -> None:
+    """A trial that asks for more CPUs than the Ray session has would wait (PENDING) for ever: refused with one
+    line on a local Ray; on a cluster, which an autoscaler may grow, a warning line. ``needs``: each cell's CPUs
+    (its placement group's total), ``cpus``: the session's CPUs now."""
+    cell, most = max(needs.items(), key=lambda item: item[1])
+    if most <= cpus:
+        return
+    where = f"the Ray cluster at RAY_ADDRESS has {cpus:g} now" if cluster else f"the local Ray has {cpus:g}"
+    problem = (f"sweep {sweep.name}: a trial of {cell} needs {most:g} CPUs (cpus_per_trial {sweep.cpus_per_trial:g} "
+               f"plus one per env runner, rl.num_env_runners) but {where}")
+    if cluster:
+        print(f"warning: {problem}; its trials wait until the cluster has grown that large", file=sys.stderr)
+        return
+    raise UserError(f"{problem}, so it would never start; lower rl.num_env_runners (overrides) or cpus_per_trial, "
+                    "or run the sweep on a cluster (RAY_ADDRESS)")
 
 
 def _reason(exc: BaseException) -> str:
@@ -667,16 +696,26 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     env.update({k: v for k, v in os.environ.items() if k.startswith("WANDB_")})
 
     with ray_session():
+        import ray
         from ray import tune  # after ray_session has set Ray's environment
 
         from harness.runners.run_transfer import start_driver_store
 
+        bundles = {(f"{task}/{model}", choice): trial_bundles(sweep, task, model, choice)
+                   for task, model in sweep_cells(sweep) for choice in runner_choices(sweep)}
+        needs = {cell: sum(bundle["CPU"] for bundle in bundle_list) for (cell, _), bundle_list in bundles.items()}
+        if ray.is_initialized():  # (a test's stand-in session starts no Ray)
+            check_trial_cpus(sweep, needs, float(ray.cluster_resources().get("CPU", 0)), cluster)
         store = start_driver_store(runs_dir) if cluster else None
-        bundles = {f"{task}/{model}": trial_bundles(sweep, task, model) for task, model in sweep_cells(sweep)}
 
         def resources(config: dict[str, Any]) -> Any:  # each trial's CPUs (an RL cell's env runners too)
             task, model = trial_cell(sweep, config)
-            return tune.PlacementGroupFactory(bundles[f"{task}/{model}"])
+            space = config.get("space") or {}
+            choice = (f"{RUNNERS_KEY}={_flow(space[RUNNERS_KEY])}",) if RUNNERS_KEY in space else ()
+            cell = f"{task}/{model}"
+            if (cell, choice) not in bundles:  # a value of a range the space samples
+                bundles[(cell, choice)] = trial_bundles(sweep, task, model, choice)
+            return tune.PlacementGroupFactory(bundles[(cell, choice)])
 
         trainable = tune.with_resources(tune.with_parameters(_run_trial, sweep=sweep, env=env, store=store), resources)
         tuner = tune.Tuner(

@@ -1,0 +1,78 @@
+"""Mistakes a user can make around RL runs and sweeps that Ray would otherwise turn into a silent wait or a stored
+failed run: a sweep whose trial needs more CPUs than the Ray session has (Tune keeps it PENDING forever), a sweep
+whose space sets ``rl.num_env_runners`` (each trial's placement group must follow the trial's own value), an RL run
+pointed at a ``RAY_ADDRESS`` where no cluster answers, and a local RL run with more EnvRunners than its Ray has CPUs
+(RLlib waits for them forever): one line and exit 2, before any run directory exists."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from harness.errors import UserError
+from harness.runners.tune import check_trial_cpus, load_sweep, runner_choices, trial_bundles
+
+
+def _sweep(tmp_path: Path, text: str) -> object:
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return load_sweep(path)
+
+
+RL = "name: s\ntask: cartpole\nmodels: [mlp_agent]\nprofile: smoke\n"
+
+
+def test_a_trial_larger_than_the_ray_session_is_refused_in_one_line(tmp_path, capsys):
+    sweep = _sweep(tmp_path, RL + "overrides: [rl.num_env_runners=4]\n")
+    needs = {"cartpole/mlp_agent": sum(b["CPU"] for b in trial_bundles(sweep, "cartpole", "mlp_agent"))}
+    assert needs == {"cartpole/mlp_agent": 5.0}
+    with pytest.raises(UserError) as caught:
+        check_trial_cpus(sweep, needs, 2.0, cluster=False)
+    message = str(caught.value)
+    assert "\n" not in message and "needs 5 CPUs" in message and "the local Ray has 2" in message
+    # a cluster may grow (an autoscaler): a warning line, not a refusal
+    check_trial_cpus(sweep, needs, 4.0, cluster=True)
+    assert "warning: sweep s: a trial of cartpole/mlp_agent needs 5 CPUs" in capsys.readouterr().err
+    check_trial_cpus(sweep, needs, 5.0, cluster=True)  # fits: nothing said
+    assert capsys.readouterr().err == ""
+
+
+def test_the_space_s_env_runner_values_size_each_trial(tmp_path):
+    sweep = _sweep(tmp_path, RL + "space:\n  rl.num_env_runners: {type: grid, values: [0, 3]}\n")
+    choices = runner_choices(sweep)
+    assert choices == [("rl.num_env_runners=0",), ("rl.num_env_runners=3",)]
+    assert [len(trial_bundles(sweep, "cartpole", "mlp_agent", c)) for c in choices] == [1, 4]
+    assert runner_choices(_sweep(tmp_path, RL)) == [()]
+
+
+def test_an_rl_run_with_an_unreachable_ray_address_is_one_line_before_its_run_exists(tmp_path, monkeypatch):
+    from harness.config import compose
+    from harness.runners.launch import launch
+
+    with socket.socket() as probe:  # a loopback port where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    composed = compose("cartpole", "mlp_agent", "smoke", ["seed=11"])
+    with pytest.raises(UserError, match=f"RAY_ADDRESS=127.0.0.1:{port}: no Ray cluster answers there"):
+        launch(composed, runs_dir=tmp_path)
+    assert not any(tmp_path.rglob("results.json"))
+
+
+def test_a_local_rl_run_with_more_env_runners_than_cpus_is_one_line_before_its_run_exists(tmp_path, monkeypatch):
+    import os
+
+    from harness.config import compose
+    from harness.runners.launch import launch
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    cpus = os.cpu_count() or 1
+    composed = compose("cartpole", "mlp_agent", "smoke", ["seed=12", f"rl.num_env_runners={cpus + 1}"])
+    with pytest.raises(UserError, match=f"rl.num_env_runners={cpus + 1} needs a CPU for each EnvRunner"):
+        launch(composed, runs_dir=tmp_path)
+    assert not any(tmp_path.rglob("results.json"))
+    explicit = compose("cartpole", "mlp_agent", "smoke", ["seed=12", "rl.num_env_runners=3", "rl.num_cpus=2"])
+    with pytest.raises(UserError, match="the local Ray has 2"):
+        launch(explicit, runs_dir=tmp_path)
