@@ -160,8 +160,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         entries = len(trial_cells(sweep)) if sweep.tasks else len(cells)
         points = entries * grid * sweep.num_samples
         runs = points * len(sweep.seeds)
-        count = (f"{_count(points, 'trial')} of {_count(len(sweep.seeds), 'stacked seed')} ({_count(runs, 'run')})"
-                 if sweep.stack_seeds else _count(runs, "trial"))
+        count = _count(runs, "trial")
+        if sweep.stack_seeds:
+            count = (f"{_count(points, 'trial')} of {_count(len(sweep.seeds), 'seed')} each, stacked where the cell "
+                     f"can stack, else one after another ({_count(runs, 'run')})")
         what = (f"{sweep.task} x {', '.join(m for _, m in cells)}" if not sweep.tasks else
                 f"{_count(len(cells), 'cell')} of {_count(len({t for t, _ in cells}), 'task')} x "
                 f"{_count(len({m for _, m in cells}), 'model')}")
@@ -172,7 +174,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         rows = run_sweep(sweep, Path(args.runs_dir) if args.runs_dir else default_runs_dir())
     except SweepInterrupted as stopped:  # its table, then the command stops as for any Ctrl-C
         print(_table(sweep_table(stopped.rows)), flush=True)
-        raise
+        print("interrupted; the same command resumes the sweep (completed trials are not trained again)",
+              file=sys.stderr)
+        return 130
     print(_table(sweep_table(rows)))
     return 0 if all(row["status"] == "completed" for row in rows) else 1
 

@@ -218,7 +218,8 @@ def test_sweep_dry_run_counts_in_the_singular_and_the_plural(env, tmp_path, caps
     stacked.write_text("name: one\ntask: relations_game\nmodels: [mlp1]\nprofile: smoke\nseeds: [0]\n"
                        "stack_seeds: true\n")
     assert main(["sweep", "--dry-run", str(stacked)]) == 0
-    assert "1 trial of 1 stacked seed (1 run);" in capsys.readouterr().out
+    assert "1 trial of 1 seed each, stacked where the cell can stack, else one after another (1 run);" in (
+        capsys.readouterr().out)
     assert main(["sweep", "--dry-run", str(ROOT / "sweeps" / "babi_smoke.yaml")]) == 0
     assert "4 trials;" in capsys.readouterr().out
 

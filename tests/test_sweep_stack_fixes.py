@@ -113,7 +113,8 @@ def test_an_interrupted_sweep_exits_130_as_an_interrupted_bench(env, tmp_path, m
     assert main(["sweep", str(_sweep_file(tmp_path)), "--runs-dir", str(tmp_path / "runs")]) == 130
     captured = capsys.readouterr()
     assert _table(captured.out)  # the table is printed before the command stops
-    assert captured.err.strip() == "interrupted; the same command resumes the run"
+    assert captured.err.strip() == ("interrupted; the same command resumes the sweep (completed trials are not "
+                                    "trained again)")
     _stopped_sweep(monkeypatch, stopped=False)  # a sweep that was not interrupted: exit 0, as before
     assert main(["sweep", str(_sweep_file(tmp_path)), "--runs-dir", str(tmp_path / "runs")]) == 0
 

@@ -69,7 +69,8 @@ def test_a_dry_run_counts_one_trial_per_stack(env, tmp_path):
     stacked = run_cli(["sweep", str(path), "--dry-run"], env)
     plain = run_cli(["sweep", str(_without_stacking(path)), "--dry-run"], env)
     assert stacked.returncode == plain.returncode == 0, stacked.stderr + plain.stderr
-    assert "2 trials of 2 stacked seeds (4 runs)" in stacked.stdout  # 2 grid points x 2 seeds
+    assert "2 trials of 2 seeds each, stacked where the cell can stack" in stacked.stdout  # 2 grid points x 2 seeds
+    assert "one after another (4 runs)" in stacked.stdout
     assert "4 trials;" in plain.stdout
 
 
