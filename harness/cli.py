@@ -130,16 +130,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from harness.runners.tune import (
-        SweepInterrupted,
-        check_sweep,
-        load_sweep,
-        narrow_grid,
-        run_sweep,
-        sweep_cells,
-        sweep_table,
-        trial_cells,
-    )
+    from harness.runners.sweep_file import check_sweep, load_sweep, narrow_grid, sweep_cells, trial_cells
+    from harness.runners.tune import SweepInterrupted, run_sweep, sweep_table
     from harness.runs import default_runs_dir
 
     sweep = load_sweep(Path(args.file))

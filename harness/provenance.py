@@ -34,6 +34,7 @@ CODE_PACKAGES = ("harness", "tasks", "models")
 NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "harness/registry.py",
                  "harness/config.py", "harness/schema.py", "harness/errors.py", "harness/paths.py",
                  "harness/provenance.py", "harness/publish.py", "harness/__init__.py", "harness/runners/tune.py",
+                 "harness/runners/sweep_file.py",
                  "harness/runners/ray_session.py", "harness/runners/run_transfer.py",
                  "harness/runners/launch.py", "harness/runners/stacked_launch.py", "harness/runners/retest.py",
                  "harness/rerun.py", "harness/interfaces.py", "harness/runners/predictions.py",

@@ -19,7 +19,7 @@ from harness import cli
 from harness.cli import main
 from harness.errors import UserError
 from harness.runners import launch as launch_module
-from harness.runners import tune
+from harness.runners import sweep_file, tune
 from harness.runners.stacked_launch import short_vmap_reason
 from harness.runs import owner_state, run_dir
 from tests.conftest import ROOT, only_run
@@ -155,7 +155,7 @@ def test_seeds_refusals_are_plain(env, capsys):
 
 
 def test_a_stopped_sweeps_trials_are_read_from_the_run_store(tmp_path, capsys):
-    sweep = tune.Sweep(name="lc", task="relations_game", models=["mlp1"], profile="smoke", seeds=[0, 1, 2],
+    sweep = sweep_file.Sweep(name="lc", task="relations_game", models=["mlp1"], profile="smoke", seeds=[0, 1, 2],
                        overrides=["train.max_epochs=1"])
     runs = tmp_path / "runs"
     ids = {}
@@ -181,22 +181,22 @@ def test_a_stopped_sweeps_trials_are_read_from_the_run_store(tmp_path, capsys):
 
 
 def test_repeated_only_for_one_key_adds_values_and_for_two_keys_narrows_both(tmp_path):
-    sweep = tune.load_sweep(ROOT / "sweeps" / "babi_tpr_rnn_ablations_cpu.yaml")
-    tune.narrow_grid(sweep, "task.babi_id=15")
-    tune.narrow_grid(sweep, "task.babi_id=1")
-    tune.narrow_grid(sweep, "model.operations=[write]")
+    sweep = sweep_file.load_sweep(ROOT / "sweeps" / "babi_tpr_rnn_ablations_cpu.yaml")
+    sweep_file.narrow_grid(sweep, "task.babi_id=15")
+    sweep_file.narrow_grid(sweep, "task.babi_id=1")
+    sweep_file.narrow_grid(sweep, "model.operations=[write]")
     assert sweep.space["task.babi_id"]["values"] == [1, 15]
     assert sweep.space["model.operations"]["values"] == [["write"]]
     with pytest.raises(UserError, match="21 not among the sweep's values"):
-        tune.narrow_grid(sweep, "task.babi_id=21")
+        sweep_file.narrow_grid(sweep, "task.babi_id=21")
     bad = tmp_path / "only.yaml"  # --only is the command line's, not a key of the file
     bad.write_text((ROOT / "sweeps" / "babi_smoke.yaml").read_text() + "only: {}\n")
     with pytest.raises(UserError, match=r"unknown key\(s\) only"):
-        tune.load_sweep(bad)
+        sweep_file.load_sweep(bad)
 
 
 def test_a_missing_sweep_file_suggests_the_close_one_of_sweeps():
     with pytest.raises(UserError, match=r"no sweep file babi_smok \(did you mean sweeps/babi_smoke.yaml\?\)"):
-        tune.load_sweep(Path("babi_smok"))
+        sweep_file.load_sweep(Path("babi_smok"))
     with pytest.raises(UserError, match=r"the sweep files are sweeps/<name>.yaml"):
-        tune.load_sweep(Path("zzzz_qqqq"))
+        sweep_file.load_sweep(Path("zzzz_qqqq"))

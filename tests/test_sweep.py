@@ -12,18 +12,8 @@ import pytest
 
 from harness import cli
 from harness.errors import SweepStopped, UserError
-from harness.runners.tune import (
-    cell_overrides,
-    fit_sweep,
-    load_sweep,
-    narrow_grid,
-    run_sweep,
-    sweep_cells,
-    sweep_table,
-    trial_bundles,
-    trial_cells,
-    trial_overrides,
-)
+from harness.runners.sweep_file import cell_overrides, load_sweep, narrow_grid, sweep_cells, trial_cells
+from harness.runners.tune import fit_sweep, run_sweep, sweep_table, trial_bundles, trial_overrides
 from tests.conftest import ROOT, requires_loopback_only, run_cli_loopback
 
 

@@ -12,7 +12,7 @@ import ray
 import torch
 
 from harness.runners import tune as tune_runner
-from harness.runners.tune import load_sweep
+from harness.runners.sweep_file import load_sweep
 from tests.conftest import ROOT
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UserError
-from harness.runners.tune import check_trial_cpus, load_sweep, runner_choices, trial_bundles
+from harness.runners.sweep_file import load_sweep
+from harness.runners.tune import check_trial_cpus, runner_choices, trial_bundles
 
 
 def _sweep(tmp_path: Path, text: str) -> object:
