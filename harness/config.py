@@ -251,6 +251,56 @@ def _schema_for(task: TaskSpec, model: ModelSpec, adapter: Adapter | None = None
     return schema
 
 
+def _check_profile_names(where: str, profiles: dict[str, Any]) -> None:
+    """A file's ``profiles`` names only the harness's profiles: a misspelt one (``smoek``) would be ignored."""
+    for name in profiles:
+        if name not in PROFILES:
+            raise UserError(f"{where}: profiles.{name} is not a profile{did_you_mean(str(name), PROFILES)}; "
+                            f"profiles: {', '.join(PROFILES)}")
+
+
+def _defined_keys(spec: TaskSpec | ModelSpec) -> set[str]:
+    """The config keys a task or model file defines, in its config or any of its profiles."""
+    defined = {key for key, _ in leaves(spec.config)}
+    for layer in spec.profiles.values():
+        defined.update(key for key, _ in leaves(layer or {}))
+    return defined
+
+
+_OUTSIDE_KEYS: dict[tuple[int, frozenset[str], frozenset[str]], set[str]] = {}
+
+
+def _keys_outside_file(registry: Registry) -> set[str]:
+    """Config keys a task or model file may declare a type for without defining them: the harness defaults' keys
+    (every kind), every adapter's, and those any task or model file defines (a family's files share entries)."""
+    tag = (id(registry), frozenset(registry.tasks), frozenset(registry.models))
+    if tag not in _OUTSIDE_KEYS:
+        _OUTSIDE_KEYS[tag] = _collect_outside_keys(registry)
+    return _OUTSIDE_KEYS[tag]
+
+
+def _collect_outside_keys(registry: Registry) -> set[str]:
+    known = {key for kind in KINDS for key, _ in leaves(_defaults(kind))}
+    for adapters in registry.adapters.values():
+        known.update(key for adapter in adapters.values() for key, _ in leaves(adapter.config))
+    for spec in [*registry.tasks.values(), *registry.models.values()]:
+        known.update(_defined_keys(spec))
+    return known
+
+
+def _check_schema_keys(where: str, spec: TaskSpec | ModelSpec, registry: Registry) -> None:
+    """Every ``schema`` entry of a task or model file names a key that exists: one naming a misspelt key
+    (``model.hiden_size``) would leave the real key unchecked, silently."""
+    if not spec.schema:
+        return
+    defined = _defined_keys(spec)
+    known = defined | _keys_outside_file(registry)
+    for key in spec.schema:
+        if key not in known and not any(k.startswith(f"{key}.") for k in known):
+            raise UserError(f"{where}: schema entry '{key}' names no key of this file's config"
+                            f"{did_you_mean(str(key), sorted(defined))}")
+
+
 def _types(defined: dict[str, Any], schema: dict[str, dict[str, Any]]) -> dict[str, KeyType]:
     """Every key's type, from the defining layers and the declarations; an untyped key is an error."""
     types: dict[str, KeyType] = {}
@@ -317,6 +367,11 @@ def _compose_tree(task_name: str, model_name: str, profile: str, overrides: list
     kind = task.kind
     pair_config, pair_profiles, pair_where = _pair_layers(task, model)
     task_where, model_where = _rel(task.source), _rel(model.source)
+    for where, spec_profiles in ((task_where, task.profiles), (model_where, model.profiles),
+                                 (pair_where, pair_profiles)):
+        _check_profile_names(where, spec_profiles)
+    _check_schema_keys(task_where, task, registry)
+    _check_schema_keys(model_where, model, registry)
 
     tree = _defaults(kind)
     tree = _merge(tree, _for_kind(task.config, kind, task_where, (task.kind,), ("task.name",)), task_where,

@@ -158,6 +158,19 @@ def load_yaml_mapping(path: Path) -> dict[str, Any]:
 
 
 SPEC_FILE_SECTIONS = ("spec", "config", "profiles", "schema")
+TASK_SPEC_KEYS = ("name", "title", "interface", "kind", "entry", "paper", "data_check", "describe")
+MODEL_SPEC_KEYS = ("name", "title", "shape", "interfaces", "kinds", "paper", "core")
+
+
+def _check_spec_keys(spec: Any, known: tuple[str, ...], path: Path) -> dict[str, Any]:
+    """The spec section as a mapping whose keys are all known: a misspelt key (``cores:``) would be ignored."""
+    if not isinstance(spec, dict):
+        raise UserError(f"{path}: 'spec' must be a mapping")
+    for key in spec:
+        if key not in known:
+            raise UserError(f"{path}: spec has unknown key '{key}'{did_you_mean(str(key), known)}; "
+                            f"known: {', '.join(known)}")
+    return spec
 
 
 def _check_sections(data: dict[str, Any], path: Path) -> None:
@@ -174,13 +187,14 @@ def _check_sections(data: dict[str, Any], path: Path) -> None:
 def task_spec_from_yaml(path: Path) -> TaskSpec:
     data = load_yaml_mapping(path)
     _check_sections(data, path)
-    spec = data.get("spec") or {}
+    spec = _check_spec_keys(data.get("spec") or {}, TASK_SPEC_KEYS, path)
     interface = _require(spec, "interface", path)
     kind = spec.get("kind", "supervised")
     if interface not in INTERFACES:
-        raise UserError(f"{path}: interface '{interface}' is not one of {', '.join(INTERFACES)}")
+        raise UserError(f"{path}: interface '{interface}'{did_you_mean(str(interface), INTERFACES)} is not one of "
+                        f"{', '.join(INTERFACES)}")
     if kind not in KINDS:
-        raise UserError(f"{path}: kind '{kind}' is not one of {', '.join(KINDS)}")
+        raise UserError(f"{path}: kind '{kind}'{did_you_mean(str(kind), KINDS)} is not one of {', '.join(KINDS)}")
     return TaskSpec(
         name=_require(spec, "name", path),
         title=spec.get("title", ""),
@@ -200,17 +214,25 @@ def task_spec_from_yaml(path: Path) -> TaskSpec:
 def model_spec_from_yaml(path: Path) -> ModelSpec:
     data = load_yaml_mapping(path)
     _check_sections(data, path)
-    spec = data.get("spec") or {}
+    spec = _check_spec_keys(data.get("spec") or {}, MODEL_SPEC_KEYS, path)
     interfaces = spec.get("interfaces") or {}
     unknown = sorted(set(interfaces) - set(INTERFACES))
     if unknown:
-        raise UserError(f"{path}: unknown interface(s) {', '.join(unknown)}; known: {', '.join(INTERFACES)}")
+        raise UserError(f"{path}: unknown interface(s) {', '.join(unknown)}"
+                        f"{did_you_mean(str(unknown[0]), INTERFACES)}; known: {', '.join(INTERFACES)}")
+    kinds = spec.get("kinds", ["supervised"])
+    if isinstance(kinds, str) or not isinstance(kinds, list) or not kinds:
+        raise UserError(f"{path}: spec.kinds must be a list, e.g. [supervised] or [supervised, rl]")
+    for kind in kinds:
+        if kind not in KINDS:
+            raise UserError(f"{path}: spec.kinds has '{kind}'{did_you_mean(str(kind), KINDS)}, "
+                            f"not one of {', '.join(KINDS)}")
     return ModelSpec(
         name=_require(spec, "name", path),
         title=spec.get("title", ""),
         shape=spec.get("shape", "recurrent"),
         interfaces=dict(interfaces),
-        kinds=tuple(spec.get("kinds", ["supervised"])),
+        kinds=tuple(kinds),
         paper=spec.get("paper", ""),
         core=spec.get("core", ""),
         source=path,
@@ -236,10 +258,14 @@ class Registry:
         tasks: dict[str, TaskSpec] = {}
         for path in sorted((self.root / "tasks").glob("*/task.yaml")):
             spec = task_spec_from_yaml(path)
+            if spec.name in tasks:
+                raise UserError(f"task '{spec.name}' is declared twice: {tasks[spec.name].source} and {path}")
             tasks[spec.name] = spec
         models: dict[str, ModelSpec] = {}
         for path in sorted((self.root / "models").glob("*/*.yaml")):
-            if "spec" not in load_yaml_mapping(path):
+            data = load_yaml_mapping(path)
+            if "spec" not in data:
+                _check_sections(data, path)  # a misspelt `spec:` would hide the model
                 continue  # shared config of a family, not a model
             spec = model_spec_from_yaml(path)
             if spec.name in models:
@@ -283,6 +309,7 @@ class Registry:
         if name not in tasks:
             raise UserError(
                 f"unknown task '{name}'{did_you_mean(name, tasks)}; known tasks: {', '.join(sorted(tasks))}"
+                f"{self._undeclared_task(name)}"
             )
         return tasks[name]
 
@@ -291,9 +318,30 @@ class Registry:
         if name not in models:
             raise UserError(
                 f"unknown model '{name}'{did_you_mean(name, models)}; "
-                f"known models: {', '.join(sorted(models))}"
+                f"known models: {', '.join(sorted(models))}{self._undeclared_model(name)}"
             )
         return models[name]
+
+    def _undeclared_task(self, name: str) -> str:
+        """A hint when ``tasks/<name>/`` exists but declares no task (a task is its folder's ``task.yaml``)."""
+        folder = self.root / "tasks" / name
+        if folder.is_dir() and not (folder / "task.yaml").exists():
+            return f" ({folder} has no task.yaml: a task is declared by tasks/<task>/task.yaml with a spec section)"
+        return ""
+
+    def _undeclared_model(self, name: str) -> str:
+        """A hint when a YAML file named after the model exists but was not read as a model."""
+        for path in sorted((self.root / "models").glob(f"**/{name}.yaml")):
+            if path.parent.parent != self.root / "models":
+                return (f" ({path} is not read: model files are models/<family>/<model>.yaml, "
+                        "one folder below models/)")
+            data = load_yaml_mapping(path)
+            if "spec" not in data:
+                return f" ({path} has no spec section, so it is not read as a model)"
+            declared = data["spec"].get("name") if isinstance(data["spec"], dict) else None
+            if declared != name:
+                return f" ({path} declares spec.name '{declared}')"
+        return ""
 
     def compatibility(self, task: TaskSpec, model: ModelSpec) -> Compatibility:
         if task.kind not in model.kinds:
@@ -327,14 +375,44 @@ class Registry:
         }
 
 
+def _declared_in(entry: str) -> str:
+    """Where ``entry`` is declared (a task's, model's or adapter's YAML file and key), for error messages."""
+    for task in REGISTRY.tasks.values():
+        for key in ("entry", "data_check", "describe"):
+            if getattr(task, key) == entry:
+                return f"{task.source}: spec.{key}"
+    for model in REGISTRY.models.values():
+        if model.core == entry:
+            return f"{model.source}: spec.core"
+        for interface, own in model.interfaces.items():
+            if own == entry and interface not in model.adapted:
+                return f"{model.source}: spec.interfaces.{interface}"
+    for shape, adapters in REGISTRY.adapters.items():
+        for interface, adapter in adapters.items():
+            if adapter.entry == entry:
+                return f"{REGISTRY.root / 'models' / 'adapters.yaml'}: {shape}/{interface}/entry"
+    return f"entry '{entry}'"
+
+
 def load_entry(entry: str) -> Any:
-    """Import ``module:attr`` lazily."""
-    module_name, _, attr = entry.partition(":")
-    module = importlib.import_module(module_name)
+    """Import ``module:attr`` lazily; a module or attribute that does not exist is a UserError naming the YAML file
+    and key that declare it (an import error inside the module itself is raised as it is)."""
+    module_name, sep, attr = entry.partition(":")
+    if not sep or not module_name or not attr:
+        raise UserError(f"{_declared_in(entry)}: '{entry}' is not of the form 'package.module:Name'")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (module_name == exc.name or module_name.startswith(f"{exc.name}.")):
+            raise
+        raise UserError(f"{_declared_in(entry)}: no module '{exc.name}' (from '{entry}'; "
+                        "the module path is relative to the project root)") from None
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise ImportError(f"{module_name} has no attribute '{attr}' (entry '{entry}')") from None
+        names = [n for n in vars(module) if not n.startswith("_")]
+        raise UserError(f"{_declared_in(entry)}: {module_name} has no attribute '{attr}'"
+                        f"{did_you_mean(attr, names)}") from None
 
 
 REGISTRY = Registry()

@@ -390,10 +390,59 @@ def build_and_check(composed: Composed, prepared: Prepared) -> None:
         model_entry = composed.model.interfaces[composed.task.interface]
         prepared.model = build_stepwise(prepared.task, model_entry, composed.cfg, composed.task.name)
     else:
-        build_before_start(composed, prepared)
+        try:
+            build_before_start(composed, prepared)
+        except KeyError as exc:  # a reader looked up a size its task's info does not give
+            info = getattr(prepared.loaded, "info", None)
+            key = exc.args[0] if exc.args else None
+            if not isinstance(info, dict) or not isinstance(key, str) or key in info:
+                raise
+            entry = composed.model.interfaces[composed.task.interface]
+            raise UserError(f"{composed.model.name} ({entry}) needs info['{key}'] from task {composed.task.name}, "
+                            f"whose load() gives info keys {', '.join(sorted(info)) or 'none'} "
+                            f"({composed.task.entry}; harness/interfaces.py)") from None
     if prepared.loaded is not None:  # supervised single runs
         check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
         check_targets(prepared.loaded)
+        if prepared.model is not None:
+            check_model_output(composed, prepared)
+
+
+def check_model_output(composed: Composed, prepared: Prepared) -> None:
+    """Two validation examples through the built model, as the runner will call it (``model(**batch)``), before
+    anything is written: a forward that fails or returns other than logits [B, num_classes] is one line naming
+    the model's class. No gradient, in eval mode and on a forked RNG, so the run computes what it would have."""
+    import torch
+
+    from harness.data import TARGET
+
+    data, model = prepared.loaded, prepared.model
+    split = data.val if len(data.val) else data.train
+    batch = split.__getitems__(list(range(min(2, len(split)))))
+    inputs = {name: tensor for name, tensor in batch.items() if name != TARGET}
+    entry = composed.model.interfaces[composed.task.interface]
+    where = f"{composed.model.name} ({entry}) on task {composed.task.name}"
+    call = f"model({', '.join(inputs)})"
+    was_training = model.training
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            model.eval()
+            out = model(**inputs)
+    except Exception as exc:  # noqa: BLE001  the model's own error, reported as one line
+        raise UserError(f"{where}: {call} raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                        ) from None
+    finally:
+        model.train(was_training)
+    classes = data.info.get("num_classes")
+    want = [len(next(iter(inputs.values()))), int(classes) if classes is not None else "num_classes"]
+    shape = list(out.shape) if isinstance(out, torch.Tensor) else None
+    if shape is None or len(shape) != 2 or shape[0] != want[0] or (classes is not None and shape[1] != want[1]):
+        got = f"{list(shape)}" if shape is not None else type(out).__name__
+        core = composed.model.core if composed.task.interface in composed.model.adapted else ""
+        through = (f"; it reads {composed.task.interface} through models/adapters.yaml, so check its core "
+                   f"({core}): core(x [B, T, in_dim], mask [B, T]) -> [B, out_dim]") if core else ""
+        raise UserError(f"{where}: {call} returned {got}; a supervised model returns logits [B, num_classes] = "
+                        f"{want} (harness/interfaces.py){through}")
 
 
 def remove_leftover_temporaries(run: Run) -> None:

@@ -1,0 +1,138 @@
+"""The mistakes a contributor makes when adding a model or a task are one-line errors naming the file and key."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch import nn
+
+from harness.config import compose
+from harness.data import TaskData, TensorDictDataset
+from harness.errors import UserError
+from harness.registry import REGISTRY, Registry, _declared_in, load_entry
+from harness.runners.launch import check_model_output
+from tests.conftest import ROOT
+
+GRU = """spec:
+  name: gru
+  shape: recurrent
+  core: models.gru.core:GRUCore
+  kinds: [supervised, rl]
+config:
+  model:
+    name: gru
+    hidden_size: 64
+schema:
+  model.hidden_size: {min: 1}
+"""
+PARITY = """spec:
+  name: parity
+  interface: sequence
+  entry: tasks.parity.task:ParityTask
+config:
+  task:
+    name: parity
+    n_train: 10
+profiles:
+  smoke:
+    task:
+      n_train: 5
+schema:
+  task.n_train: {min: 1}
+"""
+
+
+def project(tmp_path: Path, gru: str = GRU, parity: str = PARITY) -> Registry:
+    (tmp_path / "models" / "gru").mkdir(parents=True)
+    (tmp_path / "tasks" / "parity").mkdir(parents=True)
+    shutil.copy(ROOT / "models" / "adapters.yaml", tmp_path / "models" / "adapters.yaml")
+    (tmp_path / "models" / "gru" / "gru.yaml").write_text(gru)
+    (tmp_path / "tasks" / "parity" / "task.yaml").write_text(parity)
+    return Registry(tmp_path)
+
+
+def test_the_files_as_written_register(tmp_path):
+    registry = project(tmp_path)
+    assert registry.compatibility(registry.task("parity"), registry.model("gru")).ok
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("  core:", "  cores:", "gru.yaml: spec has unknown key 'cores' (did you mean 'core'?)"),
+    ("[supervised, rl]", "[supervized, rl]", "gru.yaml: spec.kinds has 'supervized' (did you mean 'supervised'?)"),
+    ("spec:", "specs:", "gru.yaml: unknown section(s) specs (did you mean 'spec'?)"),
+])
+def test_a_misspelt_model_spec_is_an_error_naming_file_and_key(tmp_path, old, new, message):
+    registry = project(tmp_path, gru=GRU.replace(old, new, 1))
+    with pytest.raises(UserError, match=re.escape(message)):
+        registry.models  # noqa: B018
+
+
+def test_a_misspelt_task_spec_key_or_a_second_task_of_one_name_is_an_error(tmp_path):
+    registry = project(tmp_path, parity=PARITY.replace("  entry:", "  entry: x:Y\n  data_chek:", 1))
+    with pytest.raises(UserError, match="task.yaml: spec has unknown key 'data_chek' \\(did you mean 'data_check'"):
+        registry.tasks  # noqa: B018
+    shutil.rmtree(tmp_path)
+    (tmp_path / "tasks" / "other").mkdir(parents=True)
+    (tmp_path / "tasks" / "other" / "task.yaml").write_text(PARITY)
+    registry = project(tmp_path)
+    with pytest.raises(UserError, match="task 'parity' is declared twice"):
+        registry.tasks  # noqa: B018
+
+
+def test_a_file_that_is_not_read_is_named_when_its_name_is_unknown(tmp_path):
+    registry = project(tmp_path)
+    (tmp_path / "tasks" / "parity" / "task.yaml").rename(tmp_path / "tasks" / "parity" / "parity.yaml")
+    with pytest.raises(UserError, match="parity has no task.yaml"):
+        Registry(tmp_path).task("parity")
+    (tmp_path / "models" / "gru" / "gru.yaml").write_text(GRU.replace("name: gru\n  shape", "name: gru2\n  shape"))
+    with pytest.raises(UserError, match="gru.yaml declares spec.name 'gru2'"):
+        registry.model("gru")
+
+
+def test_an_entry_that_does_not_exist_is_a_user_error():
+    with pytest.raises(UserError, match="has no attribute 'LSTMCor' \\(did you mean 'LSTMCore'\\?\\)"):
+        load_entry("models.lstm.core:LSTMCor")
+    with pytest.raises(UserError, match="no module 'models.lstm.cor'"):
+        load_entry("models.lstm.cor:LSTMCore")
+    assert _declared_in(REGISTRY.task("babi").entry).endswith("tasks/babi/task.yaml: spec.entry")
+    assert _declared_in(REGISTRY.model("lstm").core).endswith("models/lstm/lstm.yaml: spec.core")
+
+
+def test_a_misspelt_profile_or_schema_key_fails_when_the_pair_composes():
+    task = REGISTRY.task("listops")
+    registry = Registry()
+    registry.tasks  # noqa: B018
+    from dataclasses import replace
+    registry._tasks["listops"] = replace(task, profiles={**task.profiles, "smoek": {}})  # type: ignore[index]
+    with pytest.raises(UserError, match="profiles.smoek is not a profile \\(did you mean 'smoke'\\?\\)"):
+        compose("listops", "lstm", "smoke", registry=registry)
+    registry._tasks["listops"] = replace(task, schema={**task.schema, "task.n_tran": {"min": 1}})  # type: ignore[index]
+    with pytest.raises(UserError, match="schema entry 'task.n_tran' names no key .*did you mean 'task.n_train'"):
+        compose("listops", "lstm", "smoke", registry=registry)
+
+
+class Flat(nn.Module):
+    def __init__(self, classes: int) -> None:
+        super().__init__()
+        self.out = nn.Linear(1, classes)
+
+    def forward(self, tokens: torch.Tensor, length: torch.Tensor) -> torch.Tensor:
+        return self.out(length.float().unsqueeze(1))
+
+
+def test_a_model_whose_forward_returns_the_wrong_shape_is_refused_before_the_run():
+    composed = compose("listops", "lstm", "smoke")
+    split = TensorDictDataset({"tokens": torch.ones(3, 4, dtype=torch.long), "length": torch.full((3,), 4),
+                               "target": torch.zeros(3, dtype=torch.long)})
+    data = TaskData(train=split, val=split, test=split, info={"num_classes": 10}, source="")
+    check_model_output(composed, SimpleNamespace(loaded=data, model=Flat(10)))
+    model = Flat(7)
+    state = torch.random.get_rng_state()
+    with pytest.raises(UserError, match=r"model\(tokens, length\) returned \[2, 7\]; .* = \[2, 10\]"):
+        check_model_output(composed, SimpleNamespace(loaded=data, model=model))
+    assert torch.equal(state, torch.random.get_rng_state())
