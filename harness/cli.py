@@ -436,8 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "bench":
             p.add_argument("--seeds", default=None, metavar="0,1,2",
                            help="train one run per seed as one stacked computation (supervised runs)")
-        p.add_argument("--force", action="store_true", default=_truthy(os.environ.get("FORCE")),
-                       help="retrain even if the run completed")
+            p.add_argument("--force", action="store_true", default=_truthy(os.environ.get("FORCE")),
+                           help="retrain even if the run completed")
         p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
         p.add_argument("overrides", nargs="*", help="config overrides, e.g. optim.lr=3e-4 task.babi_id=2")
         p.set_defaults(func=func)

@@ -314,7 +314,10 @@ def _types(defined: dict[str, Any], schema: dict[str, dict[str, Any]]) -> dict[s
     return types
 
 
-def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str, KeyType]) -> dict[str, Any]:
+def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str, KeyType],
+                     given_in: str = "command line") -> dict[str, Any]:
+    """``overrides`` (``key=value``) applied to ``tree``, each value checked against its key's type; an error names
+    where the overrides were given (``given_in``: the command line, or a sweep file)."""
     for item in overrides:
         if "=" not in item:
             raise UserError(f"bad override '{item}': expected key=value, e.g. optim.lr=3e-4")
@@ -329,7 +332,7 @@ def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str
         for part in key.split("."):
             new_value = new_value[part]  # type: ignore[index]
         if key in types:
-            check_value(key, new_value, types[key], " (command line)")
+            check_value(key, new_value, types[key], f" ({given_in})")
         tree = _set_path(tree, key, new_value)
     return tree
 
@@ -357,7 +360,8 @@ def _has_path(tree: dict[str, Any], key: str) -> bool:
 
 
 def _compose_tree(task_name: str, model_name: str, profile: str, overrides: list[str],
-                  registry: Registry) -> tuple[dict[str, Any], dict[str, KeyType], TaskSpec, ModelSpec]:
+                  registry: Registry, given_in: str = "command line"
+                  ) -> tuple[dict[str, Any], dict[str, KeyType], TaskSpec, ModelSpec]:
     """Every layer merged as plain mappings, with each key's type: the work of :func:`compose` up to building
     the OmegaConf object."""
     if profile not in PROFILES:
@@ -395,7 +399,7 @@ def _compose_tree(task_name: str, model_name: str, profile: str, overrides: list
         layers.append((f"{spec_where} profiles.{profile}", profiles.get(profile) or {}, serves))
     for where, layer, serves in layers:
         tree = _merge(tree, _for_kind(layer, kind, where, serves), where)
-    tree = _apply_overrides(tree, list(overrides), types)
+    tree = _apply_overrides(tree, list(overrides), types, given_in)
     return tree, types, task, model
 
 
@@ -411,9 +415,12 @@ def compose(
     profile: str = "cpu",
     overrides: list[str] | None = None,
     registry: Registry = REGISTRY,
+    given_in: str = "command line",
 ) -> Composed:
-    """The resolved, struct-mode configuration of one (task, model, profile) run."""
-    tree, types, task, model = _compose_tree(task_name, model_name, profile, list(overrides or []), registry)
+    """The resolved, struct-mode configuration of one (task, model, profile) run; ``given_in`` says where the
+    overrides come from, for error messages."""
+    tree, types, task, model = _compose_tree(task_name, model_name, profile, list(overrides or []), registry,
+                                             given_in)
     try:
         cfg = OmegaConf.create(tree)
         OmegaConf.set_struct(cfg, True)

@@ -77,3 +77,15 @@ def test_a_local_rl_run_with_more_env_runners_than_cpus_is_one_line_before_its_r
     explicit = compose("cartpole", "mlp_agent", "smoke", ["seed=12", "rl.num_env_runners=3", "rl.num_cpus=2"])
     with pytest.raises(UserError, match="the local Ray has 2"):
         launch(explicit, runs_dir=tmp_path)
+
+
+def test_a_bad_value_in_a_sweep_file_is_placed_in_the_sweep_file(tmp_path):
+    """A value of the wrong type in a sweep's overrides or space is the sweep file's mistake, not the command
+    line's."""
+    from harness.runners.sweep_file import check_sweep
+
+    base = "name: s\ntask: babi\nmodels: [lstm]\nprofile: smoke\n"
+    for text in (base + "overrides: [optim.lr=fast]\n", base + "space:\n  optim.lr: {type: grid, values: [fast]}\n"):
+        with pytest.raises(UserError) as caught:
+            check_sweep(_sweep(tmp_path, text))
+        assert "(sweep file)" in str(caught.value) and "command line" not in str(caught.value), str(caught.value)

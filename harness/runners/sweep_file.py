@@ -268,7 +268,7 @@ def cell_overrides(sweep: Sweep, entry: str) -> list[str]:
         return overrides
     from harness.config import compose
 
-    composed = compose(task, model, sweep.profile, overrides)
+    composed = compose(task, model, sweep.profile, overrides, given_in=SWEEP_FILE)
     key = {"rl": "rl.max_time_s", "stepwise": "stepwise.max_time_s"}.get(composed.task.kind, "train.max_time_s")
     current = OmegaConf.select(composed.cfg, key)
     cap = float(sweep.cell_time_cap_s) if current is None else min(float(current), float(sweep.cell_time_cap_s))
@@ -333,6 +333,9 @@ def split_entry(entry: str) -> tuple[str, str]:
     return task, model
 
 
+SWEEP_FILE = "sweep file"  # where a sweep's overrides and space values come from, in config errors
+
+
 def check_sweep(sweep: Sweep) -> None:
     """Compose every cell's config with each value the space can take at its ends, so that a bad name, a
     key that is not a config key or a value of the wrong type fails before Ray starts."""
@@ -345,13 +348,13 @@ def check_sweep(sweep: Sweep) -> None:
         task, model = split_entry(entry)
         try:
             fixed = cell_overrides(sweep, entry)
-            compose(task, model, sweep.profile, fixed)
+            compose(task, model, sweep.profile, fixed, given_in=SWEEP_FILE)
         except UserError as exc:
             raise UserError(f"sweep {sweep.name}: {exc}") from None
         for key, spec in sweep.space.items():
             for value in candidates(spec):
                 try:
-                    compose(task, model, sweep.profile, [*fixed, f"{key}={flow(value)}"])
+                    compose(task, model, sweep.profile, [*fixed, f"{key}={flow(value)}"], given_in=SWEEP_FILE)
                 except UserError as exc:
                     raise UserError(f"sweep {sweep.name}, space '{key}' with {model}: {exc}") from None
 

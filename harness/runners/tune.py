@@ -97,6 +97,7 @@ from typing import Any
 
 from harness.errors import SweepStopped, UserError
 from harness.runners.sweep_file import (
+    SWEEP_FILE,
     Sweep,
     candidates,
     cell_overrides,
@@ -200,7 +201,8 @@ def trial_bundles(sweep: Sweep, task: str, model: str, sampled: tuple[str, ...] 
     the sweep's space as overrides (``rl.num_env_runners`` may be one of them)."""
     from harness.config import compose
 
-    composed = compose(task, model, sweep.profile, [*cell_overrides(sweep, f"{task}/{model}"), *sampled])
+    composed = compose(task, model, sweep.profile, [*cell_overrides(sweep, f"{task}/{model}"), *sampled],
+                       given_in=SWEEP_FILE)
     runners = int(composed.cfg.rl.num_env_runners) if composed.task.kind == "rl" else 0
     return [{"CPU": float(sweep.cpus_per_trial)}] + [{"CPU": 1.0}] * runners
 
@@ -555,7 +557,7 @@ def compose_trial(sweep: Sweep, trial: dict[str, Any]) -> Any:
     """The composed config of one (unstacked) trial, as :func:`run_trial` composes it."""
     from harness.config import compose
 
-    return compose(*trial_cell(sweep, trial), sweep.profile, trial_overrides(sweep, trial))
+    return compose(*trial_cell(sweep, trial), sweep.profile, trial_overrides(sweep, trial), given_in=SWEEP_FILE)
 
 
 def _row(result: Any, config: dict[str, Any] | None = None, metrics: dict[str, Any] | None = None) -> dict[str, Any]:
