@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from reports.babi_generator import babi_generator_section
-from reports.floors import EARLY_STEPS, FLOOR_COMMAND, dead_floor, load_floor
 from reports.markdown import table as _table
 from reports.papers import PaperSpec, TableSpec, load_papers
 from reports.perf import speed_section
+from reports.readme_cells import mean_of, mean_sd, metric_values, minutes, run_ids
+from reports.readme_world import STREAM_TASKS, world_state_section
 from reports.settings import differences
 from reports.store import (
     ALL_OPERATIONS,
@@ -48,51 +49,6 @@ RESULTS_DIR = ROOT / "results"
 PAPERS_DIR = Path(__file__).resolve().parent / "papers"
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 STAGES = ("1_scratch", "2_pretrain", "3_frozen_central", "4_frozen_encoder")
-
-
-def _mean_sd(values: list[float], scale: float = 100.0, decimals: int = 1) -> str:
-    if not values:
-        return "–"
-    mean = statistics.fmean(values) * scale
-    text = f"{mean:.{decimals}f}"
-    return text + (f" ± {statistics.stdev(values) * scale:.{decimals}f}" if len(values) > 1 else "")
-
-
-def _values(runs: list[RunRecord], metric: str) -> list[float]:
-    return [v for run in runs if (v := run.metric(metric)) is not None]
-
-
-def _ids(runs: list[RunRecord]) -> str:
-    return ", ".join(f"`{run.run_id}`" + (" (stale)" if run.is_stale else "") for run in runs)
-
-
-def _minutes(runs: list[RunRecord]) -> str:
-    """The mean wall time, and where the runs were not ordinary CPU runs: the GPU, the stacks they trained in."""
-    times = [float(run.results["wall_time_s"]) for run in runs
-             if isinstance(run.results.get("wall_time_s"), int | float)]
-    return f"{statistics.fmean(times) / 60:.1f} min{_machine_note(runs)}" if times else "–"
-
-
-def _machine_note(runs: list[RunRecord]) -> str:
-    """" (stacked: 1 stack of 3; GPU: NVIDIA H100)" for runs trained as stacked members or on a GPU, else ""."""
-    notes = []
-    stacks = {tuple(run.results["stack"]) for run in runs if run.results.get("stack")}
-    if stacks:
-        sizes = sorted({len(stack) for stack in stacks})
-        notes.append(f"stacked: {len(stacks)} stack{'s' if len(stacks) > 1 else ''} of "
-                     + "/".join(map(str, sizes)))
-    gpus = sorted({str(run.results["device"]).removeprefix("cuda: ") for run in runs
-                   if str(run.results.get("device") or "").startswith("cuda")})
-    if gpus:
-        notes.append(f"GPU: {', '.join(gpus)}")
-    return f" ({'; '.join(notes)})" if notes else ""
-
-
-def _count(runs: list[RunRecord], key: str, within: str | None = None) -> str:
-    """The mean of ``results.json``'s ``key`` (or ``within[key]``, e.g. its ``throughput``), without decimals."""
-    found = [(run.results.get(within) or {}) if within else run.results for run in runs]
-    values = [float(v) for record in found if isinstance(v := record.get(key), int | float)]
-    return f"{statistics.fmean(values):,.0f}" if values else "–"
 
 
 ByConfig = dict[tuple[str, str], list[RunRecord]]
@@ -126,7 +82,7 @@ def _seeds_and_ids(group: list[RunRecord], diverged: ByConfig) -> tuple[str, str
     lost = sorted(diverged.get((group[0].model, fingerprint_of(group[0])), []),
                   key=lambda run: natural_key(str(run.seed)))
     seeds = f"{len(group) + len(lost)} ({len(lost)} diverged)" if lost else str(len(group))
-    return seeds, ", ".join([_ids(group), *(f"`{run.run_id}` (diverged)" for run in lost)])
+    return seeds, ", ".join([run_ids(group), *(f"`{run.run_id}` (diverged)" for run in lost)])
 
 
 def published(papers: list[PaperSpec], runs: list[RunRecord], metric: str, scale: float = 1.0) -> str:
@@ -165,7 +121,7 @@ def _babi_data(run: RunRecord) -> str:
 
 
 def _throughput(runs: list[RunRecord], key: str = "train/examples_per_s") -> str:
-    return _count(runs, key, within="throughput")
+    return mean_of(runs, key, within="throughput")
 
 
 def _budget(run: RunRecord) -> str:
@@ -248,12 +204,12 @@ def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     diverged = diverged_runs(runs, "babi")
     for group, apart in labelled:
         run = group[0]
-        error, (seeds, ids) = _mean_sd(_values(group, "test/error"), 100, 2), _seeds_and_ids(group, diverged)
+        error, (seeds, ids) = mean_sd(metric_values(group, "test/error"), 100, 2), _seeds_and_ids(group, diverged)
         settings = ", ".join(f"{name} {value}" for name, value in apart)
         model = f"{_babi_model(run)} ({settings})" if settings else _babi_model(run)
         rows.append([str(cfg_get(run.config, "task.babi_id")), model, _babi_data(run), str(run.profile),
                      _budget(run), seeds, error, published(papers, group, "test/error"),
-                     _count(group, "steps"), _throughput(group), _minutes(group), ids])
+                     mean_of(group, "steps"), _throughput(group), minutes(group), ids])
     header = ["bAbI task", "model", "data", "profile", "budget", "seeds", "test error %", "paper (Table 2)", "steps",
               "train examples/s", "wall time", "runs"]
     joint = [group for group in groups(runs, "babi") if _all_tasks(group)]
@@ -284,7 +240,7 @@ def table2_summary_lines(plain_groups: list[list[RunRecord]], line: float) -> li
         run = group[0]
         limit = cfg_get(run.config, "train.max_time_s")
         if (run.model != "tpr_rnn" or _ablated(run) or run.profile != "cpu" or _all_tasks(group)
-                or cfg_get(run.config, "task.source") != "files" or not _values(group, "test/error")
+                or cfg_get(run.config, "task.source") != "files" or not metric_values(group, "test/error")
                 or not isinstance(limit, int | float) or limit > SUMMARY_MAX_TIME_S):
             continue
         babi_id = int(cfg_get(run.config, "task.babi_id"))
@@ -292,7 +248,7 @@ def table2_summary_lines(plain_groups: list[list[RunRecord]], line: float) -> li
             chosen[babi_id] = group
     if not chosen:
         return []
-    errors = {babi_id: statistics.fmean(_values(group, "test/error")) for babi_id, group in chosen.items()}
+    errors = {babi_id: statistics.fmean(metric_values(group, "test/error")) for babi_id, group in chosen.items()}
     above = [f"task {babi_id} ({100 * errors[babi_id]:.2f}%, {_babi_data(chosen[babi_id][0])})"
              for babi_id in sorted(errors) if errors[babi_id] > line]
     fewest, most = min(len(group) for group in chosen.values()), max(len(group) for group in chosen.values())
@@ -360,14 +316,14 @@ def ablation_lines(babi_groups: list[list[RunRecord]], papers: list[PaperSpec],
                                                         -len(_operations(g[0])), _operations(g[0]))):
         run = group[0]
         babi_id, operations = int(cfg_get(run.config, "task.babi_id")), _operations(run)
-        failed, errors = failed_in_paper.get((babi_id, operations), False), _values(group, "test/error")
+        failed, errors = failed_in_paper.get((babi_id, operations), False), metric_values(group, "test/error")
         agrees = bool(errors) and (statistics.fmean(errors) > line) == failed
         if errors:
             agreed[_ablated(run)].append(agrees)
         seeds, ids = _seeds_and_ids(group, diverged or {})
         rows.append([str(babi_id), " + ".join(operations), _babi_data(run), str(run.profile), _budget(run),
-                     seeds, _mean_sd(errors, 100, 2), "> 5 (failed)" if failed else "< 5",
-                     ("yes" if agrees else "no") if errors else "–", _minutes(group), ids])
+                     seeds, mean_sd(errors, 100, 2), "> 5 (failed)" if failed else "< 5",
+                     ("yes" if agrees else "no") if errors else "–", minutes(group), ids])
     if not ablated:
         return []
     header = ["bAbI task", "operations", "data", "profile", "budget", "seeds", "test error %", "paper (Table 3)",
@@ -385,15 +341,15 @@ def all_tasks_lines(joint_groups: list[list[RunRecord]], papers: list[PaperSpec]
     lines = []
     for group in joint_groups:
         run = group[0]
-        rows = [[str(babi_id), _mean_sd(_values(group, f"test_qa{babi_id}/error"), 100, 2),
+        rows = [[str(babi_id), mean_sd(metric_values(group, f"test_qa{babi_id}/error"), 100, 2),
                  published(papers, group, f"test_qa{babi_id}/error")] for babi_id in range(1, 21)]
-        rows.append(["mean of the 20", _mean_sd(_values(group, "test/error"), 100, 2),
+        rows.append(["mean of the 20", mean_sd(metric_values(group, "test/error"), 100, 2),
                      published(papers, group, "test/error")])
         header = ["bAbI task", f"{run.model} test error % ({len(group)} seed{'s' if len(group) > 1 else ''})",
                   "paper (Table 4: mean of 8 runs)"]
         lines += ["", f"All-tasks setting: one {run.model} trained on the 20 tasks together ({_babi_data(run)}, "
-                  f"{run.profile} profile, {_count(group, 'steps')} steps, {_throughput(group)} train examples/s, "
-                  f"{_minutes(group)}; {_ids(group)}), tested on each task's test file.", "", *_table(header, rows)]
+                  f"{run.profile} profile, {mean_of(group, 'steps')} steps, {_throughput(group)} train examples/s, "
+                  f"{minutes(group)}; {run_ids(group)}), tested on each task's test file.", "", *_table(header, rows)]
     return lines
 
 
@@ -407,13 +363,13 @@ def fidelity_lines(babi_groups: list[list[RunRecord]]) -> list[str]:
     rows = []
     for group in babi_groups:
         run = group[0]
-        official = _values(group, "test_files/acc")
+        official = metric_values(group, "test_files/acc")
         if cfg_get(run.config, "task.source") != "generator" or not official or _ablated(run):
             continue
-        generated = _values(group, "test/acc")
+        generated = metric_values(group, "test/acc")
         rows.append([str(cfg_get(run.config, "task.babi_id")), run.model, str(run.profile), _budget(run),
-                     str(len(group)), _mean_sd(generated, 100, 1), _mean_sd(official, 100, 1),
-                     "yes" if statistics.fmean(official) >= FIDELITY_TARGET else "no", _ids(group)])
+                     str(len(group)), mean_sd(generated, 100, 1), mean_sd(official, 100, 1),
+                     "yes" if statistics.fmean(official) >= FIDELITY_TARGET else "no", run_ids(group)])
     if not rows:
         return []
     header = ["bAbI task", "model", "profile", "budget", "seeds", "test acc % (generated)",
@@ -432,12 +388,12 @@ def relations_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[st
         cells = []
         for object_set in ("hexominoes", "stripes"):
             metric = f"test_{object_set}/acc"
-            ours = _mean_sd(_values(group, metric))
+            ours = mean_sd(metric_values(group, metric))
             cells.append(f"{ours} (paper {published(papers, group, metric, 1.0)})" if ours != "–" else "–")
         rows.append(["+".join(map(str, cfg_get(run.config, "task.tasks") or [])), run.model, str(run.profile),
                      str(len(group)), *cells,
-                     ", ".join(f"{name[10:]} {_mean_sd(_values(group, f'{name}/acc'))}" for name in real) or "–",
-                     _count(group, "steps"), _minutes(group), _ids(group)])
+                     ", ".join(f"{name[10:]} {mean_sd(metric_values(group, f'{name}/acc'))}" for name in real) or "–",
+                     mean_of(group, "steps"), minutes(group), run_ids(group)])
     header = ["relation", "model", "profile", "seeds", "hexominoes %", "stripes %", "real mini sets %", "batches",
               "wall time", "runs"]
     lines = ["### Relations Game, single task (Shanahan et al. 2020, Table 1)", "", *_table(header, rows), ""]
@@ -447,13 +403,13 @@ def relations_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[st
         run = group[0]
         stages = []
         for stage in STAGES:
-            ours = _mean_sd(_values(group, f"{stage}/test_stripes/acc"))
-            real = _values(group, f"{stage}/test_real_col_patterns_stripes/acc")
-            stages.append(ours + (f" (real {_mean_sd(real)})" if real else ""))
+            ours = mean_sd(metric_values(group, f"{stage}/test_stripes/acc"))
+            real = metric_values(group, f"{stage}/test_real_col_patterns_stripes/acc")
+            stages.append(ours + (f" (real {mean_sd(real)})" if real else ""))
         target = ", ".join(map(str, cfg_get(run.config, "protocol.target") or []))
         pretrain = ", ".join(map(str, cfg_get(run.config, "protocol.pretrain") or []))
         rows.append([run.model, f"{target} / {pretrain}", str(run.profile), str(len(group)), *stages,
-                     _fact(papers, group, "stage3_" + run.model), _minutes(group), _ids(group)])
+                     _fact(papers, group, "stage3_" + run.model), minutes(group), run_ids(group)])
     header = ["model", "target / pre-training", "profile", "seeds", "1: scratch", "2: pre-train",
               "3: frozen CNN + central", "4: frozen CNN", "paper, stage 3", "wall time", "runs"]
     lines += ["Curriculum (Fig. 4): test accuracy (%) on stripes of each stage, generated images (the released "
@@ -492,10 +448,10 @@ def rl_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
             setting = ", ".join(f"{k} {v}" for k, v in env.items() if k in ("n", "solution_length", "num_distractors",
                                                                             "num_rows", "num_cols", "bridge_prob"))
             rows.append([task, run.model, setting, str(cfg_get(run.config, "rl.algorithm")), str(run.profile),
-                         str(len(group)), _mean_sd(_values(group, "eval/win_rate")),
-                         published(papers, group, "eval/win_rate", 1.0), _count(group, "env_steps"),
-                         ", ".join(sorted({str(r.results.get("stop_reason")) for r in group})), _minutes(group),
-                         _ids(group)])
+                         str(len(group)), mean_sd(metric_values(group, "eval/win_rate")),
+                         published(papers, group, "eval/win_rate", 1.0), mean_of(group, "env_steps"),
+                         ", ".join(sorted({str(r.results.get("stop_reason")) for r in group})), minutes(group),
+                         run_ids(group)])
     header = ["task", "agent", "board", "algorithm", "profile", "seeds", "eval win rate %", "paper", "env steps",
               "stopped by", "wall time", "runs"]
     return ["### BoxWorld and bridge BoxWorld (Clift et al. 2020, §5)", "", *_table(header, rows)]
@@ -540,20 +496,20 @@ def _held_out(run: RunRecord) -> str:
         return f"{run.status}: {run.results.get('error') or 'no reason recorded'}"
     held_out = cfg_get(run.config, "task.test_sets")  # the Relations Game's held-out object sets
     if isinstance(held_out, list) and held_out:
-        return ", ".join(f"{name} {_mean_sd(_values([run], f'test_{name}/acc'))}"
+        return ", ".join(f"{name} {mean_sd(metric_values([run], f'test_{name}/acc'))}"
                          for name in held_out if run.metric(f"test_{name}/acc") is not None)
     if run.is_rl:
-        shown = [f"return {_mean_sd(_values([run], 'eval/episode_return'), 1.0)}"]
+        shown = [f"return {mean_sd(metric_values([run], 'eval/episode_return'), 1.0)}"]
         if run.metric("eval/win_rate") is not None:
-            shown.append(f"win rate {_mean_sd(_values([run], 'eval/win_rate'))}")
+            shown.append(f"win rate {mean_sd(metric_values([run], 'eval/win_rate'))}")
         return ", ".join(shown)
-    return _mean_sd(_values([run], "test/acc"))
+    return mean_sd(metric_values([run], "test/acc"))
 
 
 def _training(run: RunRecord) -> str:
     """How far the cell trained and what ended it."""
     if run.is_rl:
-        return (f"{_count([run], 'env_steps')} env steps ({run.results.get('stop_reason') or '–'}){_peak(run)}"
+        return (f"{mean_of([run], 'env_steps')} env steps ({run.results.get('stop_reason') or '–'}){_peak(run)}"
                 f"{_selected(run)}")
     best = run.results.get("best") if isinstance(run.results.get("best"), dict) else {}  # its "epoch" counts from 1
     epochs = run.results.get("epochs", "–")
@@ -586,7 +542,7 @@ def _selected(run: RunRecord) -> str:
 def matrix_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     chosen = sorted((run for run in runs if in_matrix(run) and run.task not in (*LRA_TASKS, *STREAM_TASKS)),
                     key=lambda run: (run.task, _setting(run), run.model, natural_key(run.run_id)))
-    rows = [[run.task, _setting(run), run.model, _held_out(run), _training(run), _minutes([run]), _ids([run])]
+    rows = [[run.task, _setting(run), run.model, _held_out(run), _training(run), minutes([run]), run_ids([run])]
             for run in chosen]
     header = ["task", "setting", "model", "held-out: test acc % / RL evaluation", "training", "wall time", "run"]
     return ["### The matrix at the cpu profile (sweeps/matrix_cpu.yaml: one seed, 10 minutes per cell)", "",
@@ -620,7 +576,7 @@ def _other_tests(run: RunRecord) -> str:
     images of the reference generator)."""
     names = sorted(key[len("test_"):-len("/acc")] for key in run.results.get("metrics", {})
                    if key.startswith("test_") and key.endswith("/acc"))
-    return ", ".join(f"{name} {_mean_sd(_values([run], f'test_{name}/acc'))}" for name in names) or "–"
+    return ", ".join(f"{name} {mean_sd(metric_values([run], f'test_{name}/acc'))}" for name in names) or "–"
 
 
 def lra_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
@@ -629,7 +585,7 @@ def lra_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     rows = [[run.task, _setting(run), run.model, _held_out(run), _other_tests(run), CHANCE[run.task],
              _published_cell(papers, run, LRA_TABLE, ["transformer"]),
              _published_cell(papers, run, BEST_TABLE, ["mega"], name_differences=False), _training(run),
-             _minutes([run]), _ids([run])]
+             minutes([run]), run_ids([run])]
             for run in chosen]
     header = ["task", "setting", "model", "test acc %", "other test sets", "chance", "LRA Transformer (Table 1)",
               "best published", "training", "wall time", "run"]
@@ -639,159 +595,6 @@ def lra_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
             "too); where a run differs, the LRA column names the settings it does not share, and the numbers are "
             "not a match.", "",
             *_table(header, rows)]
-
-
-def _recall_condition(run: RunRecord) -> tuple[str, str]:
-    """An Experiment 0 run's condition in words, and what the paper found for it (Moskvichev & Liu 2021, §7.1
-    and Appendix B, "Experiment 0"; GPU timings)."""
-    mode, extractor = cfg_get(run.config, "task.mode"), cfg_get(run.config, "model.extractor")
-    bptt, noise = bool(cfg_get(run.config, "stepwise.bptt")), float(cfg_get(run.config, "task.reminder_noise") or 0)
-    gap = int(cfg_get(run.config, "task.first_recall_step") or 2)
-    words = [f"{mode}, {extractor} extractor" if extractor else str(mode), "full BPTT" if bptt else "stop-gradient"]
-    if noise:
-        words.append(f"reminder noise {noise:g}")
-    if gap > 2:
-        words.append(f"no recall before step {gap}")
-    if run.model != "stream_lstm":
-        found = "– (Experiment 0 trains the LSTM only)"
-    elif bptt:
-        found = "converges in under 2 minutes"
-    elif mode == "thorough" and extractor == "query_mlp":
-        found = "ceiling in under 2 minutes"
-    elif noise:
-        found = "ceiling with the noise removed at test (noise 0.1: under 10 minutes; 0.05: 45 to 60 minutes)"
-    else:
-        found = "final RECALL at chance, no progress in an hour"
-    return ", ".join(words), found
-
-
-def _rollout(run: RunRecord, group: str | None = None) -> str:
-    """Accuracy at each long-rollout horizon the run measured (``rollout/step_<h>/acc``, or within one query
-    group: ``rollout/step_<h>/<group>/acc``; a horizon where the group was not asked is left out)."""
-    steps = sorted(int(key.split("/")[1][len("step_"):]) for key in run.metrics
-                   if key.startswith("rollout/step_") and key.endswith("/acc") and key.count("/") == 2)
-    name = f"{group}/acc" if group else "acc"
-    return ", ".join(f"{step:,}: {_mean_sd(_values([run], f'rollout/step_{step}/{name}'))}" for step in steps
-                     if run.metric(f"rollout/step_{step}/{name}") is not None) or "–"
-
-
-def _world_rollout(run: RunRecord) -> str:
-    """:func:`_rollout` preceded by the rollout's first steps and its training length (from ``rollout.csv``), where a
-    model that learned a few steps of the dynamics but not to repeat them shows (Game of Life: step 2 right, step 3
-    no better than answering "dead")."""
-    early = ""
-    curve = run.rollout
-    if curve is not None and "acc" in curve.columns:
-        wanted = dict.fromkeys([*EARLY_STEPS, int(cfg_get(run.config, "stepwise.steps"))])
-        found = {int(step): float(acc) for step, acc in zip(curve["step"], curve["acc"], strict=True)
-                 if int(step) in wanted}
-        early = ", ".join(f"{step:,}: {100 * found[step]:.1f}" for step in wanted if step in found)
-    later = _rollout(run)
-    return ", ".join(part for part in (early, later) if part and part != "–") or "–"
-
-
-def _world_training(run: RunRecord, gradient: bool = True) -> str:
-    """Cycles, worlds and steps of a stepwise run (with its curriculum's start, the training accuracy that lengthens
-    its trajectories and the length it reached), how the gradient crosses steps (``gradient``: where the table's
-    setting column does not say), and its training throughput."""
-    rate = (run.results.get("throughput") or {}).get("train/world_steps_per_s")
-    steps = f"{cfg_get(run.config, 'stepwise.steps')} steps"
-    if cfg_get(run.config, "stepwise.curriculum.enabled"):
-        reached = "?"
-        if run.curves is not None and "trajectory_length" in run.curves.columns:
-            reached = str(int(run.curves["trajectory_length"].dropna().iloc[-1]))
-        threshold = float(cfg_get(run.config, "stepwise.curriculum.threshold"))
-        steps = (f"{cfg_get(run.config, 'stepwise.curriculum.start')} to {steps} (curriculum at {100 * threshold:g}% "
-                 f"training accuracy; reached {reached})")
-    if gradient:
-        steps += ", full BPTT" if cfg_get(run.config, "stepwise.bptt") else ", stop-gradient"
-    return f"{_count([run], 'steps')} cycles of {cfg_get(run.config, 'stepwise.batch_size')} worlds x {steps}" \
-        + (f", {rate:,.0f} world-steps/s" if rate else "")
-
-
-def _rollout_time(run: RunRecord) -> str:
-    """How long the run's longest rollout took (``results.json``'s ``rollout``), on how many torch threads."""
-    rollout = run.results.get("rollout") or {}
-    seconds, steps, worlds = rollout.get("seconds"), rollout.get("longest"), rollout.get("worlds")
-    if not isinstance(seconds, int | float) or not steps or not worlds:
-        return "–"
-    threads = cfg_get(run.config, "stepwise.threads")
-    return f"{int(steps):,} steps x {int(worlds)} worlds in {seconds:.0f} s" \
-        + (f" ({threads} thread{'s' if threads != 1 else ''})" if threads else "")
-
-
-WORLD_TASKS = ("game_of_life", "world_of_numbers")
-STREAM_TASKS = ("lstm_recall", *WORLD_TASKS)  # every run of these goes in the world-state tables
-
-
-def _world_setting(run: RunRecord) -> str:
-    if run.task == "game_of_life":
-        size, flips = cfg_get(run.config, "task.size"), cfg_get(run.config, "task.interventions")
-        return f"{size}x{size} {cfg_get(run.config, 'task.boundary')}, 0..{flips} interventions a step"
-    return f"{cfg_get(run.config, 'task.n')} digits ({cfg_get(run.config, 'task.source')}), " \
-           f"0..{cfg_get(run.config, 'task.first_instructions')} pixels told at step 1, " \
-           f"0..{cfg_get(run.config, 'task.instructions')} after, {cfg_get(run.config, 'task.queries')} asked"
-
-
-def _groups_at_test(run: RunRecord) -> str:
-    """Test accuracy per query group at the training length (e.g. observed / unobserved pixels)."""
-    names = sorted({key.split("/")[1] for key in run.metrics
-                    if key.startswith("test/") and key.endswith("/acc") and key.count("/") == 2} - {"final"})
-    return ", ".join(f"{name} {_mean_sd(_values([run], f'test/{name}/acc'))}" for name in names) or "–"
-
-
-def _model_size(run: RunRecord) -> str:
-    """The Updater-Extractor's sizes (Appendix B's terms), so that runs of one task at other sizes are told apart."""
-    if run.model != "updater_extractor":
-        return run.model
-    size = {key: cfg_get(run.config, f"model.{key}")
-            for key in ("d_model", "tokens", "updater_layers", "extractor_layers", "ff_size")}
-    return f"{run.model} (width {size['d_model']}, {size['tokens']} tokens, {size['updater_layers']} + " \
-           f"{size['extractor_layers']} layers, feed-forward {size['ff_size']})"
-
-
-def world_state_section(runs: list[RunRecord], papers: list[PaperSpec],
-                        results_dir: Path = RESULTS_DIR) -> list[str]:
-    recall = sorted((run for run in runs if run.task == "lstm_recall" and run.status == "completed"),
-                    key=lambda run: (_recall_condition(run)[0], natural_key(run.run_id)))
-    recall_rows = [[*_recall_condition(run)[:1], _model_size(run), _mean_sd(_values([run], "test/final/recall/acc")),
-                    _mean_sd(_values([run], "test/acc")), _rollout(run, "recall"), _recall_condition(run)[1],
-                    _world_training(run, gradient=False), _minutes([run]), _ids([run])] for run in recall]
-    recall_header = ["condition", "model", "final RECALL acc %", "all queries acc %", "rollout recall acc % at step",
-                     "the paper (§7.1, Appendix B)", "training", "wall time", "run"]
-    world = sorted((run for run in runs if run.task in WORLD_TASKS and run.status == "completed"),
-                   key=lambda run: (run.task, _world_setting(run), natural_key(run.run_id)))
-    floor = load_floor(results_dir)
-    world_rows = [[run.task, _world_setting(run), _model_size(run), str(run.profile),
-                   _mean_sd(_values([run], "test/acc")), _mean_sd(_values([run], "test/final/acc")),
-                   _groups_at_test(run), _world_rollout(run), dead_floor(run, floor), _rollout_time(run),
-                   _world_training(run), _minutes([run]), _ids([run])]
-                  for run in world]
-    world_header = ["task", "setting", "model", "profile", "test acc % (all steps)", "at the last training step",
-                    "per query group", "rollout acc % at step", "'all dead' answers % on the same worlds",
-                    "longest rollout took", "training",
-                    "wall time", "run"]
-    return ["### World-state tracking: Experiment 0, LSTM recall (Moskvichev & Liu 2021, §7.1)", "",
-            "Single-layer LSTM (hidden 64), trained step by step (Algorithm 1: the state enters each step without "
-            "its gradient) or with full backpropagation through the 10-step sequence. Final RECALL: the forced "
-            "recall at step 10 on held-out worlds (chance 1/9 = 11.1%). Rollouts go past the training length "
-            "with the same stream (no forced recall after step 10; 256 worlds, so a horizon's recall accuracy "
-            "rests on about 77 recall queries). The paper's column is its finding on a GPU at "
-            "lr 1e-4; ours run at lr 1e-3 on 2 CPU cores (tasks/lstm_recall/pairs/stream_lstm.yaml). A row of "
-            "another model is its cell of the matrix (sweeps/matrix_cpu.yaml).", "",
-            *_table(recall_header, recall_rows), "",
-            "### World-state tracking: Game of Life and World of Numbers (Moskvichev & Liu 2021, §7.2)", "",
-            "The Updater-Extractor trained on trajectories of `stepwise.steps` steps, then rolled forward on "
-            "held-out worlds. The paper reports no observable drop up to 10,000 steps after training on length 5 "
-            "(Game of Life: 60,000 iterations at batch 256, about 3 days on a GPU; World of Numbers: 50,000 at "
-            "batch 128, about 5 hours), without a number per step. Random Game of Life boards mostly die out "
-            "or settle, so answering \"dead\" everywhere scores well and better with time: that floor stands "
-            "beside each Game of Life run, measured on the very boards its figures come from (its 256 test "
-            "worlds at the training length, the 16 or 64 worlds of its rollout; "
-            "`results/generators/game_of_life.json`, from "
-            f"`{floor.get('command', FLOOR_COMMAND)}`). A rollout figure equal to its "
-            "floor means the model answers \"dead\" on every cell of those worlds, or as good as.", "",
-            *_table(world_header, world_rows)]
 
 
 def _papers_only(section: Callable[[list[RunRecord], list[PaperSpec]], list[str]]
