@@ -89,3 +89,17 @@ def test_a_bad_value_in_a_sweep_file_is_placed_in_the_sweep_file(tmp_path):
         with pytest.raises(UserError) as caught:
             check_sweep(_sweep(tmp_path, text))
         assert "(sweep file)" in str(caught.value) and "command line" not in str(caught.value), str(caught.value)
+
+
+def test_the_header_of_a_rerun_that_has_no_checkpoint_says_it_starts_again(tmp_path):
+    """An attempt stopped before its first checkpoint (a Ctrl-C during an RL run's first iterations) leaves
+    nothing to resume: the next attempt's header says it starts again, not that it resumes."""
+    from harness.runners.launch import start_word
+    from harness.runs import Run
+
+    run = Run(tmp_path / "r")
+    run.checkpoint_dir.mkdir(parents=True)
+    assert start_word(run, {"attempts": [{}]}) == "new"
+    assert start_word(run, {"attempts": [{}, {}]}) == "starting again: no checkpoint was saved"
+    (run.checkpoint_dir / "algorithm").mkdir()
+    assert start_word(run, {"attempts": [{}, {}]}) == "resuming"

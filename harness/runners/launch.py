@@ -314,6 +314,14 @@ def has_checkpoint(run: Run) -> bool:
     return any(path.exists() for path in own) or any(stages.glob("*/checkpoints/*.ckpt"))
 
 
+def start_word(run: Run, results: dict[str, Any]) -> str:
+    """How the run's header says it starts: ``resuming`` from a checkpoint (also after a damaged results.json was
+    set aside), ``starting again`` when an earlier attempt stopped before its first checkpoint, else ``new``."""
+    if has_checkpoint(run):
+        return "resuming"
+    return "starting again: no checkpoint was saved" if attempt_count(results) > 1 else "new"
+
+
 def _predictions_missing(run: Run, composed: Composed) -> bool:
     """Whether a completed supervised single run lacks the predictions the launcher writes after it completes."""
     from harness.runners.predictions import FOLDER, SUMMARY, TABLE
@@ -536,8 +544,7 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     results = _start(run, composed, prepared, previous)
     previous_wall = float(results.get("wall_time_s") or 0.0)
     started = time.perf_counter()
-    resuming = attempt_count(results) > 1 or has_checkpoint(run)  # also after a damaged results.json was set aside
-    print(f"run {composed.run_id} ({'resuming' if resuming else 'new'}; W&B {mode})", flush=True)
+    print(f"run {composed.run_id} ({start_word(run, results)}; W&B {mode})", flush=True)
     tracker = open_tracker(run, composed)
     exit_code = 1
     deferred: list[int] = []
