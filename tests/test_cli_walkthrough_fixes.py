@@ -279,8 +279,10 @@ def test_a_curriculum_naming_a_task_that_does_not_exist_is_refused_before_its_fi
 
 
 @pytest.mark.parametrize(("override", "line"), [
-    ("stepwise.horizons=[0]", "'stepwise.horizons' (command line): [0] is not a list of integers, each >= 1"),
-    ("stepwise.horizons=[5,abc]", "[5, 'abc'] is not a list of integers, each >= 1"),
+    ("stepwise.horizons=[0]",
+     "'stepwise.horizons' (command line): [0] is not a list of integers (each at most once), each >= 1"),
+    ("stepwise.horizons=[5,abc]", "[5, 'abc'] is not a list of integers (each at most once), each >= 1"),
+    ("stepwise.horizons=[10,10]", "'stepwise.horizons' (command line): 10 is listed twice"),  # another run id
 ])
 def test_a_list_of_the_wrong_items_is_described_as_the_list_it_should_be(env, capsys, override, line):
     assert main(["validate", "--task", "game_of_life", "--model", "updater_extractor", "--profile", "smoke",
