@@ -13,7 +13,7 @@ import pytest
 
 from harness.errors import UserError
 from harness.runners.sweep_file import load_sweep
-from harness.runners.tune import check_trial_cpus, runner_choices, trial_bundles
+from harness.runners.tune import cell_cpu_needs, check_trial_cpus, runner_choices, trial_bundles
 
 
 def _sweep(tmp_path: Path, text: str) -> object:
@@ -46,6 +46,11 @@ def test_the_space_s_env_runner_values_size_each_trial(tmp_path):
     assert choices == [("rl.num_env_runners=0",), ("rl.num_env_runners=3",)]
     assert [len(trial_bundles(sweep, "cartpole", "mlp_agent", c)) for c in choices] == [1, 4]
     assert runner_choices(_sweep(tmp_path, RL)) == [()]
+    # the cell needs its largest choice's CPUs, whichever order the space lists them in
+    last_small = _sweep(tmp_path, RL + "space:\n  rl.num_env_runners: {type: grid, values: [3, 0]}\n")
+    bundles = {("cartpole/mlp_agent", c): trial_bundles(last_small, "cartpole", "mlp_agent", c)
+               for c in runner_choices(last_small)}
+    assert cell_cpu_needs(bundles) == {"cartpole/mlp_agent": 4.0}
 
 
 def test_an_rl_run_with_an_unreachable_ray_address_is_one_line_before_its_run_exists(tmp_path, monkeypatch):

@@ -210,11 +210,24 @@ def trial_bundles(sweep: Sweep, task: str, model: str, sampled: tuple[str, ...] 
 RUNNERS_KEY = "rl.num_env_runners"
 
 
+def runner_choice(value: Any) -> tuple[str, ...]:
+    """A value of ``rl.num_env_runners`` from a sweep's space, as the override that sizes its trial's CPUs."""
+    return (f"{RUNNERS_KEY}={flow(value)}",)
+
+
 def runner_choices(sweep: Sweep) -> list[tuple[str, ...]]:
     """The space values that change a trial's CPUs: each value the space gives ``rl.num_env_runners`` (as
     :func:`check_sweep` composes them), or one empty choice when the space leaves it alone."""
     spec = sweep.space.get(RUNNERS_KEY)
-    return [(f"{RUNNERS_KEY}={flow(value)}",) for value in candidates(spec)] if spec else [()]
+    return [runner_choice(value) for value in candidates(spec)] if spec else [()]
+
+
+def cell_cpu_needs(bundles: dict[tuple[str, tuple[str, ...]], list[dict[str, float]]]) -> dict[str, float]:
+    """Each cell's CPUs: the largest placement group (its bundles' total) over the cell's runner choices."""
+    needs: dict[str, float] = {}
+    for (cell, _), bundle_list in bundles.items():
+        needs[cell] = max(needs.get(cell, 0.0), sum(bundle["CPU"] for bundle in bundle_list))
+    return needs
 
 
 def check_trial_cpus(sweep: Sweep, needs: dict[str, float], cpus: float, cluster: bool) -> None:
@@ -414,15 +427,14 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
 
         bundles = {(f"{task}/{model}", choice): trial_bundles(sweep, task, model, choice)
                    for task, model in sweep_cells(sweep) for choice in runner_choices(sweep)}
-        needs = {cell: sum(bundle["CPU"] for bundle in bundle_list) for (cell, _), bundle_list in bundles.items()}
         if ray.is_initialized():  # (a test's stand-in session starts no Ray)
-            check_trial_cpus(sweep, needs, float(ray.cluster_resources().get("CPU", 0)), cluster)
+            check_trial_cpus(sweep, cell_cpu_needs(bundles), float(ray.cluster_resources().get("CPU", 0)), cluster)
         store = start_driver_store(runs_dir) if cluster else None
 
         def resources(config: dict[str, Any]) -> Any:  # each trial's CPUs (an RL cell's env runners too)
             task, model = trial_cell(sweep, config)
             space = config.get("space") or {}
-            choice = (f"{RUNNERS_KEY}={flow(space[RUNNERS_KEY])}",) if RUNNERS_KEY in space else ()
+            choice = runner_choice(space[RUNNERS_KEY]) if RUNNERS_KEY in space else ()
             cell = f"{task}/{model}"
             if (cell, choice) not in bundles:  # a value of a range the space samples
                 bundles[(cell, choice)] = trial_bundles(sweep, task, model, choice)
