@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from harness import PROJECT_ROOT
-from harness.errors import SweepStopped, UserError, did_you_mean
+from harness.errors import INTERRUPTED, SweepStopped, UserError, did_you_mean
 from harness.fetch_catalogue import CATALOGUE
 from harness.registry import REGISTRY
 
@@ -168,7 +168,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(_table(sweep_table(stopped.rows)), flush=True)
         print("interrupted; the same command resumes the sweep (completed trials are not trained again)",
               file=sys.stderr)
-        return 130
+        return INTERRUPTED
     print(_table(sweep_table(rows)))
     return 0 if all(row["status"] == "completed" for row in rows) else 1
 
@@ -537,7 +537,7 @@ def _end_quietly_on_ctrl_c(code: int) -> None:
                 pass
         os.write(2, f"interrupted while exiting: the command had finished (exit code {code}); what it stored "
                     "stands\n".encode())
-        os._exit(130)
+        os._exit(INTERRUPTED)
 
     signal.signal(signal.SIGINT, handler)
 
@@ -554,7 +554,7 @@ def _main(argv: list[str] | None) -> int:
         return 1
     except KeyboardInterrupt:
         print("interrupted; the same command resumes the run", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:  # the reader went away (`harness validate ... | head -1`): stop quietly, as `head` asks
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush cannot fail again
         return 1

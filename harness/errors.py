@@ -9,6 +9,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+INTERRUPTED = 130  # the exit code of a command stopped by Ctrl-C (128 + SIGINT), whatever it had stored by then
+
 
 class UserError(Exception):
     """A mistake in the user's input; reported as one readable line, exit code 2."""

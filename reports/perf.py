@@ -29,6 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from harness.errors import INTERRUPTED
 from harness.provenance import git_info, machine_info, package_versions
 from reports.markdown import table
 
@@ -75,7 +76,7 @@ def run_benchmark(name: str, command: Sequence[str], bench_dir: Path = BENCH_DIR
                     last = line.strip()
     except KeyboardInterrupt:
         print(f"perf {name}: interrupted; {kept}", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     seconds = time.perf_counter() - clock
     if process.returncode != 0:
         print(f"perf {name}: the benchmark exited with {process.returncode}; {kept}", file=sys.stderr)
@@ -113,12 +114,13 @@ def publish(names: Sequence[str], bench_dir: Path = BENCH_DIR, results_dir: Path
         print(f"perf publish: no record {', '.join(missing) or 'at all'} in {bench_dir} (run `make perf` first)",
               file=sys.stderr)
         return 2
-    unreadable = [path.stem for path in paths if not isinstance(_read_record(path), dict)]
+    records = {path: _read_record(path) for path in paths}
+    unreadable = [path.stem for path, record in records.items() if not isinstance(record, dict)]
     if unreadable:
         print(f"perf publish: {', '.join(unreadable)} in {bench_dir} is not a JSON record; run its benchmark again",
               file=sys.stderr)
         return 2
-    unrecorded = [path.stem for path in paths if "figures" not in _read_record(path)]
+    unrecorded = [path.stem for path, record in records.items() if "figures" not in record]
     if unrecorded:
         print(f"perf publish: {', '.join(unrecorded)} in {bench_dir} came from an older `make perf` without "
               "provenance; run it again", file=sys.stderr)

@@ -37,7 +37,7 @@ from omegaconf import OmegaConf
 
 from harness import config as config_lib
 from harness.config import Composed
-from harness.errors import DivergedError, UserError
+from harness.errors import INTERRUPTED, DivergedError, UserError
 from harness.interfaces import check_task_data, named_splits
 from harness.paths import check_writable_folder
 from harness.provenance import attempt_record, code_files, fingerprint, stale_run_files
@@ -59,7 +59,6 @@ from harness.tracking import Tracker, configure_environment
 from harness.vector_math import warm_vector_math
 
 PROTOCOLS = ("single", "curriculum")
-INTERRUPTED = 130  # the exit code of a command stopped by Ctrl-C (128 + SIGINT), whatever it had stored by then
 
 
 def force_hint(does: str) -> str:
@@ -500,12 +499,12 @@ def check_ray_address(cfg: Any) -> None:
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         return
-    if address:
-        from harness.runners.ray_session import check_cluster
+    from harness.runners.ray_session import check_cluster, local_cpus
 
+    if address:
         check_cluster(address)
         return
-    runners, cpus = int(cfg.rl.num_env_runners), int(cfg.rl.num_cpus or os.cpu_count() or 1)
+    runners, cpus = int(cfg.rl.num_env_runners), local_cpus(cfg.rl.num_cpus)
     if runners > cpus:
         raise UserError(f"rl.num_env_runners={runners} needs a CPU for each EnvRunner but the local Ray has {cpus} "
                         f"(rl.num_cpus, default this machine's CPUs), so the run would wait for ever; lower "

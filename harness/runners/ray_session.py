@@ -47,6 +47,11 @@ TOKEN_WHERE = ("the cluster's token in RAY_AUTH_TOKEN (or in a file named by RAY
                "~/.ray/auth_token); `ray get-auth-token` on the head node prints it")
 
 
+def local_cpus(num_cpus: int | None) -> int:
+    """The CPUs a local Ray starts with: ``num_cpus`` (``rl.num_cpus``), else this machine's."""
+    return int(num_cpus or os.cpu_count() or 1)
+
+
 @contextmanager
 def ray_session(num_cpus: int | None = None, log_to_driver: bool = True) -> Iterator[None]:
     """Ray is up inside the block; it is shut down afterwards only if this block started it."""
@@ -70,7 +75,7 @@ def ray_session(num_cpus: int | None = None, log_to_driver: bool = True) -> Iter
                             f"unset RAY_ADDRESS to run on a local Ray") from None
     else:
         temp = Path(os.environ.get("RAY_TMPDIR", "/tmp/rh"))
-        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
+        ray.init(num_cpus=local_cpus(num_cpus), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
                  _temp_dir=str(temp), log_to_driver=log_to_driver)
     try:
         yield

@@ -31,13 +31,12 @@ from omegaconf import OmegaConf
 
 from harness.config import Composed
 from harness.data import EpochShuffleSampler
-from harness.errors import DivergedError, UserError
+from harness.errors import INTERRUPTED, DivergedError, UserError
 from harness.interfaces import check_task_data
 from harness.paths import check_writable_folder
 from harness.registry import load_entry
 from harness.runners.build import Prepared, _device_description, _model_error, prepare_task
 from harness.runners.launch import (
-    INTERRUPTED,
     _existing,
     _finish,
     _predictions_missing,
