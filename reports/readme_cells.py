@@ -39,8 +39,7 @@ def machine_note(runs: list[RunRecord]) -> str:
         sizes = sorted({len(stack) for stack in stacks})
         notes.append(f"stacked: {len(stacks)} stack{'s' if len(stacks) > 1 else ''} of "
                      + "/".join(map(str, sizes)))
-    gpus = sorted({str(run.results["device"]).removeprefix("cuda: ") for run in runs
-                   if str(run.results.get("device") or "").startswith("cuda")})
+    gpus = sorted({run.gpu for run in runs if run.gpu})
     if gpus:
         notes.append(f"GPU: {', '.join(gpus)}")
     return f" ({'; '.join(notes)})" if notes else ""

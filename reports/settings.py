@@ -102,6 +102,15 @@ def sets_read(run: RunRecord) -> list[str]:
     return sorted({p[1] for p in parts if len(p) > 2 and p[0] == run.task})
 
 
+def other_sets_read(run: RunRecord) -> list[str]:
+    """The data sets besides the one its config names (``task.data_set``) that a run on the official files read
+    files from (:func:`sets_read`); empty for generated data or a task without data sets."""
+    named = cfg_get(run.config, DATA_SET)
+    if not isinstance(named, str) or cfg_get(run.config, "task.source", "files") != "files":
+        return []
+    return [name for name in sets_read(run) if name != named]
+
+
 def differences(run: RunRecord, settings: dict[str, Any]) -> list[str]:
     """The settings the run does not share, as ``"<key> <ours> ≠ <paper's>"`` (short key names). A run that
     read files of another data set than its config names does not share ``task.data_set``."""
@@ -110,10 +119,8 @@ def differences(run: RunRecord, settings: dict[str, Any]) -> list[str]:
         have = cfg_get(run.config, key, _ABSENT)
         if not _satisfied(have, want):
             out.append(f"{key.rsplit('.', 1)[-1]} {_shown(have)} ≠ {_shown(want)}")
-        elif key == DATA_SET and isinstance(have, str) and cfg_get(run.config, "task.source", "files") == "files":
-            others = [name for name in sets_read(run) if name != have]
-            if others:
-                out.append(f"{key.rsplit('.', 1)[-1]} {have} (files also from {', '.join(others)}) ≠ {_shown(want)}")
+        elif key == DATA_SET and (others := other_sets_read(run)):
+            out.append(f"{key.rsplit('.', 1)[-1]} {have} (files also from {', '.join(others)}) ≠ {_shown(want)}")
     return out
 
 

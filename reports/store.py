@@ -86,6 +86,12 @@ class RunRecord:
         return isinstance(self.config.get("rl"), dict) or "env_steps" in self.results
 
     @property
+    def gpu(self) -> str | None:
+        """The GPU the run trained on (``NVIDIA H100 80GB HBM3``), from results.json's ``device``; None on a CPU."""
+        device = str(self.results.get("device") or "")
+        return device.removeprefix("cuda: ") if device.startswith("cuda") else None
+
+    @property
     def is_stepwise(self) -> bool:
         """A stepwise (world-state) run: a ``stepwise`` config section (harness.runners.stepwise)."""
         return isinstance(self.config.get("stepwise"), dict)

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from reports.papers import FactSpec, PaperSpec, TableSpec
-from reports.settings import describe, differences, sets_read
+from reports.perf import PERF
+from reports.settings import describe, differences, other_sets_read
 from reports.store import (
     HELD_OUT,
     SINGLE,
@@ -124,9 +125,8 @@ def budget(runs: list[RunRecord]) -> str:
     counts = [run.results.get("env_steps" if rl else "steps") for run in runs]
     counts = [c for c in counts if isinstance(c, int | float) and not isinstance(c, bool)]
     text = f"{statistics.fmean(counts):,.0f} {'env steps' if rl else 'steps'}" if counts else ""
-    devices = sorted({str(run.results.get("device")) for run in runs
-                      if run.results.get("device") and not str(run.results.get("device")).startswith("cpu")})
-    return "; ".join(part for part in (text, " and ".join(f"on {d}" for d in devices)) if part)
+    gpus = sorted({run.gpu for run in runs if run.gpu})
+    return "; ".join(part for part in (text, " and ".join(f"on cuda: {gpu}" for gpu in gpus)) if part)
 
 
 def matrix(runs: list[RunRecord], papers: list[PaperSpec]) -> dict[str, Any]:
@@ -172,9 +172,7 @@ def setting_label(run: RunRecord) -> str:
     its data set and source (bAbI on the official files is not ranked with bAbI on generated data)."""
     data = [str(value) for value in (cfg_get(run.config, "task.data_set"), cfg_get(run.config, "task.source"))
             if value is not None]
-    named = cfg_get(run.config, "task.data_set")
-    if cfg_get(run.config, "task.source") == "files" and isinstance(named, str):
-        data += [f"files also from {other}" for other in sets_read(run) if other != named]  # a set's missing file
+    data += [f"files also from {other}" for other in other_sets_read(run)]  # a set's missing file
     return base_label(run) + (f" ({', '.join(data)})" if data else "")
 
 
@@ -467,7 +465,7 @@ def _ours_from_runs(fact: FactSpec, runs: list[RunRecord]) -> dict[str, Any]:
             "runs": [run.run_id for run, _ in used]}
 
 
-PUBLISHED_PERF = Path("results") / "perf"
+PUBLISHED_PERF = Path("results") / PERF
 """Where ``make perf-publish`` keeps the benchmark records (reports.perf), under the files root."""
 
 
