@@ -220,18 +220,32 @@ def cmd_data(args: argparse.Namespace) -> int:
     from tasks.babi.generator import write_dataset
 
     _check_babi_args(args)
+    mode = _file_mode()
     for babi_id in dict.fromkeys(args.ids):  # a task named twice is written once
         try:
             paths = write_dataset(Path(args.out), babi_id, seed=args.seed, n_train=args.n_train, n_test=args.n_test)
         except ValueError as exc:  # an id the generator does not cover, or a bad count
             raise UserError(str(exc)) from None
+        for path in paths.values():  # the generator writes through a private temporary file (mode 0600)
+            path.chmod(mode)
         print(f"task {babi_id}: {paths['train']}  {paths['test']}")
     return 0
 
 
+def _file_mode() -> int:
+    """The mode a new file gets under this process's umask (0644 under the usual 022), as the official files have."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def _check_babi_args(args: argparse.Namespace) -> None:
     """``data babi``'s counts and output folder, checked before anything is written: at least one question per
-    split, and an --out that is (or can be made) a folder this process can write into."""
+    split, an --out that is (or can be made) a folder this process can write into, and, unless --force, none of
+    the files it would write already there (an --out naming the official en-10k folder would replace its files)."""
+    if not args.out.strip():
+        raise UserError("data babi --out is empty: name the folder to write into, e.g. "
+                        "--out $HARNESS_DATA_DIR/babi/en-10k")
     for flag, count in (("--n-train", args.n_train), ("--n-test", args.n_test)):
         if count < 1:
             raise UserError(f"data babi {flag} must be at least 1, got {count}")
@@ -242,8 +256,16 @@ def _check_babi_args(args: argparse.Namespace) -> None:
         raise UserError(f"data babi --ids {' '.join(unknown)}: bAbI has tasks {min(SUPPORTED_TASKS)}.."
                         f"{max(SUPPORTED_TASKS)}, all of which the generator covers")
     from harness.paths import check_can_create_in
+    from tasks.babi.generator import file_name
 
-    check_can_create_in(Path(args.out), f"data babi --out {args.out}")
+    out = Path(args.out)
+    check_can_create_in(out, f"data babi --out {args.out}")
+    held = [name for babi_id in dict.fromkeys(args.ids) for split in ("train", "test")
+            if (out / (name := file_name(babi_id, split))).exists()]
+    if held and not args.force:
+        shown = ", ".join(held[:2]) + (f" and {len(held) - 2} more" if len(held) > 2 else "")
+        raise UserError(f"data babi --out {args.out} already holds {shown}; --force replaces "
+                        f"{'it' if len(held) == 1 else 'them'} with generated data, or choose another --out")
 
 
 def _headline(metrics: dict) -> str:
@@ -498,6 +520,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--n-train", "--n", type=int, default=10000, help="training questions per task")
     p.add_argument("--n-test", type=int, default=1000, help="test questions per task")
+    p.add_argument("--force", action="store_true",
+                   help="replace same-named files already in --out (refused otherwise)")
     p.set_defaults(func=cmd_data)
     p = data.add_parser("fetch", help="download, check and unpack a dataset into the data folder",
                         description="Download, check and unpack a dataset: "

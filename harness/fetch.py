@@ -85,7 +85,7 @@ def verify(file: Path, resource: Resource, url: str, sha256: str | None, no_valu
     expected = sha256 or resource.sha256
     for kind, want, got in (("SHA-256", expected, sha), ("MD5", resource.md5, md5)):
         if want is not None and want != got:
-            file.unlink()
+            _delete_download(file)
             raise UserError(f"{file.name} from {url} has {kind} {got}, expected {want}; the file was deleted: run "
                             "the same command to download it again, or pass --url with a mirror")
     if expected is None:
@@ -93,6 +93,22 @@ def verify(file: Path, resource: Resource, url: str, sha256: str | None, no_valu
         print(f"SHA-256 {sha}  {file.name} ({checked}{no_value_note}; recorded in {file.name}.sha256; "
               "--sha256 checks a value you trust)")
     return sha
+
+
+def _delete_download(file: Path) -> None:
+    """Delete a download that failed its check or would not unpack, with the ``.sha256`` recorded for it."""
+    file.unlink(missing_ok=True)
+    file.with_name(f"{file.name}.sha256").unlink(missing_ok=True)
+
+
+def _remove_if_empty(*folders: Path) -> None:
+    """Remove each of ``folders`` (innermost first) that exists and is empty: what a fetch created before it failed
+    leaves nothing behind."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # absent, or it holds something: kept
+            pass
 
 
 def one_line(exc: BaseException) -> str:
@@ -143,7 +159,7 @@ def unpack(archive: Path, resource: Resource, staging: Path, url: str) -> None:
         else:
             _unpack_gz(archive, staging)
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        archive.unlink()
+        _delete_download(archive)
         raise UserError(f"{archive.name} from {url} is not a readable {resource.kind} archive ({one_line(exc)}); the "
                         "file was deleted: run the same command to download it again, or pass --url with a mirror"
                         ) from None
@@ -203,24 +219,29 @@ def fetch(name: str, dest: str | None = None, url: str | None = None, sha256: st
         return target
     print(f"{name}: {dataset.description}\n  licence: {dataset.licence}\n  into {target}")
     downloads = root / DOWNLOADS
+    created = [folder for folder in (downloads, root) if not folder.exists()]
     downloads.mkdir(parents=True, exist_ok=True)
     if force:
         marker.unlink(missing_ok=True)
     hint = dataset.refused_hint.format(target=target)
     note = f"{name}'s source publishes no SHA-256"
     files, digests = [], []
-    for resource, address in zip(dataset.resources, urls, strict=True):
-        file = downloads / resource.filename
-        if force:
-            file.unlink(missing_ok=True)
-            file.with_name(file.name + ".part").unlink(missing_ok=True)
-        if file.is_file() and (resource.size is None or file.stat().st_size == resource.size):
-            print(f"{file.name}: using the complete download in {downloads}")
-        else:
-            print(f"downloading {address}")
-            download(address, file, size=resource.size, refused_hint=hint)
-        digests.append(verify(file, resource, address, sha256, note))
-        files.append(file)
+    try:
+        for resource, address in zip(dataset.resources, urls, strict=True):
+            file = downloads / resource.filename
+            if force:
+                file.unlink(missing_ok=True)
+                file.with_name(file.name + ".part").unlink(missing_ok=True)
+            if file.is_file() and (resource.size is None or file.stat().st_size == resource.size):
+                print(f"{file.name}: using the complete download in {downloads}")
+            else:
+                print(f"downloading {address}")
+                download(address, file, size=resource.size, refused_hint=hint)
+            digests.append(verify(file, resource, address, sha256, note))
+            files.append(file)
+    except UserError:  # e.g. a wrong --url or --sha256: folders made for nothing go again (a .part is kept)
+        _remove_if_empty(*created)
+        raise
     staging = downloads / f"{name}.unpacking"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
