@@ -508,7 +508,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="a run id (from `harness runs`) or a run directory")
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
     p.set_defaults(func=cmd_predict)
-    p = sub.add_parser("data", help="write a task's generated data, or download a dataset (data fetch NAME)")
+    p = sub.add_parser("data", help="write generated bAbI tasks as files, or download a dataset (data fetch NAME)",
+                       description="Write generated bAbI tasks as files (data babi), or download a dataset (data "
+                                   "fetch NAME: " + ", ".join(CATALOGUE) + "). The other tasks generate their data "
+                                   "when a run starts (ListOps and Pathfinder cache it under $HARNESS_CACHE_DIR); "
+                                   "LRA's ListOps and Pathfinder files come with `data fetch lra`.")
     data = p.add_subparsers(dest="task", required=True, metavar="{babi,fetch}")
     p = data.add_parser("babi", help="write generated bAbI tasks in the official file format",
                         description="Write the built-in generator's bAbI tasks into one folder with the official "

@@ -40,6 +40,24 @@ from harness.runs import atomic_write_text
 MARKER = ".fetched.json"
 DOWNLOADS = ".downloads"
 
+# Tasks whose files come inside a catalogued dataset: task name -> (what the task reads, the dataset to fetch).
+# (Kept here, not in harness/fetch_catalogue.py, which every run imports through the command line.)
+PART_OF: dict[str, tuple[str, str]] = {
+    "listops": ("ListOps (basic_{train,val,test}.tsv in listops-1000/)", "lra"),
+    "pathfinder": ("Pathfinder-32 (pathfinder32/)", "lra"),
+}
+
+
+def dataset_of(name: str) -> Dataset:
+    """The catalogue's entry for ``name``; for a task whose files come inside a dataset, a one-line error naming
+    that dataset and where it unpacks."""
+    if name in PART_OF:
+        what, dataset = PART_OF[name]
+        raise UserError(f"{what} is part of the dataset '{dataset}': `harness data fetch {dataset}` unpacks it into "
+                        f"{lookup(dataset).folder}/; without it the {name} task generates its data "
+                        "(task.source=generator)")
+    return lookup(name)
+
 
 def destination(dest: str | None) -> tuple[Path, str]:
     """The data folder to fetch into (``--dest``, else ``$HARNESS_DATA_DIR``) and how the user named it."""
@@ -194,7 +212,7 @@ def _fetched_at(marker: Path) -> str:
 def fetch(name: str, dest: str | None = None, url: str | None = None, sha256: str | None = None,
           force: bool = False) -> Path:
     """Download, check and unpack the dataset ``name``; return the folder it is in."""
-    dataset = lookup(name)
+    dataset = dataset_of(name)
     if sha256 is not None:
         sha256 = sha256.strip().lower()
         if not re.fullmatch(r"[0-9a-f]{64}", sha256):
