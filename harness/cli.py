@@ -137,10 +137,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     sweep = load_sweep(Path(args.file))
     if args.profile:
         sweep.profile = args.profile
-    if args.cells:
-        if not sweep.tasks:
-            raise UserError(f"--cells chooses cells of a matrix sweep (tasks: ...); {args.file} has one task")
-        sweep.cells = [p.strip() for p in args.cells.split(",") if p.strip()]
+    if args.cells is not None:
+        _choose_cells(sweep, args.cells)
     for choice in args.only or []:
         narrow_grid(sweep, choice)
     if args.dry_run:
@@ -171,6 +169,25 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return INTERRUPTED
     print(_table(sweep_table(rows)))
     return 0 if all(row["status"] == "completed" for row in rows) else 1
+
+
+def _choose_cells(sweep: Any, cells: str) -> None:
+    """``--cells``: narrow a sweep to the cells matching the comma-separated ``task/model`` patterns. A matrix sweep
+    keeps the patterns (:func:`harness.runners.sweep_file.sweep_cells` applies them); a sweep of one task keeps the
+    models whose cell matches, so one model of a paper's grid can run alone, under the same run ids."""
+    import fnmatch
+
+    patterns = [p.strip() for p in cells.split(",") if p.strip()]
+    if not patterns:
+        raise UserError(f"--cells {cells!r} names no cell; give task/model patterns, e.g. 'babi/*,relations_game/lstm'")
+    if sweep.tasks:
+        sweep.cells = patterns
+        return
+    models = [m for m in sweep.models if any(fnmatch.fnmatchcase(f"{sweep.task}/{m}", p) for p in patterns)]
+    if not models:
+        known = ", ".join(f"{sweep.task}/{m}" for m in sweep.models)
+        raise UserError(f"sweep {sweep.name}: none of its cells match {', '.join(patterns)}; its cells: {known}")
+    sweep.models = models
 
 
 def _count(n: int, noun: str) -> str:
@@ -469,7 +486,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="check the sweep and count its trials; start nothing")
     p.add_argument("--profile", default=None, help="run the sweep at this profile instead of the file's (e.g. paper)")
     p.add_argument("--cells", default=None, metavar="PATTERNS",
-                   help="a matrix sweep's cells to run, as task/model patterns: 'babi/*,relations_game/lstm'")
+                   help="the sweep's cells to run, as task/model patterns: 'babi/*,relations_game/lstm' (a sweep "
+                        "of one task: its models, e.g. 'relations_game/predinet')")
     p.add_argument("--only", action="append", default=None, metavar="KEY=VALUES",
                    help="run only these values of one of the sweep's grids, e.g. task.babi_id=1,8 or "
                         "'model.operations=[write],[write,move]'; repeated for one key its values add up, for "

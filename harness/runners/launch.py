@@ -103,30 +103,45 @@ def check_run_config(composed: Composed) -> None:
         from harness.runners.curriculum import check_protocol_config
 
         check_protocol_config(cfg)
-        check_protocol_tasks(composed)
+    else:
+        unread = [f"protocol.{key}" for key in ("target", "pretrain") if cfg.protocol.get(key)]
+        if unread:
+            raise UserError(f"{' and '.join(unread)} {'is' if len(unread) == 1 else 'are'} read by "
+                            f"protocol.name=curriculum only, and this run's protocol is {cfg.protocol.name}: add "
+                            "protocol.name=curriculum, or name the tasks to train on with task.tasks")
+    check_protocol_tasks(composed)
 
 
 def note_redundant_test_sources(composed: Composed) -> None:
-    """A ``task.test_on`` source that is the one the run trains on (``task.source``, resolved by the task) adds no
-    test split: its test split is the run's own ``test/``. Said on stderr, as the task leaves it out silently."""
+    """A ``task.test_on`` source that is the one the run trains on (``task.source``, resolved by the task), or a
+    ``task.test_sets`` object set that is its ``task.train_set`` (the Relations Game), adds no test split: its test
+    split is the run's own ``test/``. Said on stderr, as the task leaves it out silently."""
     task = composed.cfg.task
-    source = task.get("source")
-    if source is not None and source in (task.get("test_on") or []):
-        print(f"note: task.test_on names {source}, the data this run trains on; its test split is the run's own "
-              "test/ metrics, so it adds nothing", file=sys.stderr, flush=True)
+    for key, trained, what in (("test_on", "source", "data"), ("test_sets", "train_set", "object set")):
+        value = task.get(trained)
+        if value is not None and value in (task.get(key) or []):
+            print(f"note: task.{key} names {value}, the {what} this run trains on; its test split is the run's "
+                  "own test/ metrics, so it adds nothing", file=sys.stderr, flush=True)
 
 
 def check_protocol_tasks(composed: Composed) -> None:
-    """A curriculum's ``protocol.pretrain`` and ``protocol.target`` name tasks as ``task.tasks`` does: each item is
-    checked against what the task declares for ``task.tasks`` (its choices, no repeats), so a misspelt task is
-    refused before the first stage trains, naming the protocol's key."""
+    """The lists that name tasks as ``task.tasks`` does: ``task.task_vocabulary`` (when given) and a curriculum's
+    ``protocol.pretrain`` and ``protocol.target``. Each item is checked against what the task declares for
+    ``task.tasks`` (its choices, no repeats), so a misspelt task is refused before anything trains, naming the
+    key it was given in."""
     from harness.schema import check_value, key_type
 
-    kind = key_type("task.tasks", list(composed.cfg.task.tasks), composed.task.schema.get("task.tasks"))
+    cfg = composed.cfg
+    if "tasks" not in cfg.task:
+        return
+    kind = key_type("task.tasks", list(cfg.task.tasks), composed.task.schema.get("task.tasks"))
     if kind is None:
         return
-    for key in ("protocol.pretrain", "protocol.target"):
-        check_value(key, list(OmegaConf.select(composed.cfg, key) or []), kind)
+    keys = ["task.task_vocabulary"] if cfg.task.get("task_vocabulary") is not None else []
+    if cfg.protocol.name == "curriculum":
+        keys += ["protocol.pretrain", "protocol.target"]
+    for key in keys:
+        check_value(key, list(OmegaConf.select(cfg, key) or []), kind)
 
 
 def _start(run: Run, composed: Composed, prepared: Prepared, previous: dict[str, Any] | None) -> dict[str, Any]:
