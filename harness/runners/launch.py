@@ -91,6 +91,7 @@ def check_run_config(composed: Composed) -> None:
         from harness.runners.rl import check_rl_config
 
         check_rl_config(cfg)
+        check_ppo_minibatch(cfg)
         return
     if composed.task.kind == "stepwise":
         if not cfg.stepwise.horizons:
@@ -110,6 +111,19 @@ def check_run_config(composed: Composed) -> None:
                             f"protocol.name=curriculum only, and this run's protocol is {cfg.protocol.name}: add "
                             "protocol.name=curriculum, or name the tasks to train on with task.tasks")
     check_protocol_tasks(composed)
+
+
+def check_ppo_minibatch(cfg: Any) -> None:
+    """PPO splits each training batch into minibatches of ``rl.ppo.minibatch_size``; one larger than the batch
+    (``rl.train_batch_size``, e.g. 200 at CartPole's ``smoke`` profile against the default 256) stops RLlib with a
+    ``ValueError`` once Ray has started, so it is refused here."""
+    rl = cfg.rl
+    if rl.algorithm != "ppo":
+        return
+    minibatch, batch = int(rl.ppo.minibatch_size), int(rl.train_batch_size)
+    if minibatch > batch:
+        raise UserError(f"rl.ppo.minibatch_size ({minibatch}) is larger than rl.train_batch_size ({batch}), the batch "
+                        f"PPO splits into minibatches: give e.g. rl.ppo.minibatch_size={max(1, batch // 2)}")
 
 
 def note_redundant_test_sources(composed: Composed) -> None:
