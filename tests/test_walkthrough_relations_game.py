@@ -101,3 +101,15 @@ def test_a_test_set_that_is_the_training_set_is_noted(env, capsys):
     ) in capsys.readouterr().err
     assert main(["validate", *RELATIONS]) == 0  # the defaults: no note
     assert "note:" not in capsys.readouterr().err
+
+
+def test_a_sweep_table_shows_each_curriculum_stage_s_held_out_accuracy() -> None:
+    from harness.runners.tune import held_out, sweep_table
+
+    metrics = {"1_scratch/test/acc": 0.5, "4_frozen_encoder/test/acc": 0.9, "1_scratch/train/loss": 0.7,
+               "2_pretrain/val/acc": 0.8, "test/acc": 0.6, "eval/win_rate": 0.4, "epoch": 3}
+    assert held_out(metrics) == {"1_scratch/test/acc": 0.5, "4_frozen_encoder/test/acc": 0.9, "test/acc": 0.6,
+                                 "eval/win_rate": 0.4}
+    row = {"trial": "t", "run_id": "r", "status": "completed", "reason": "",
+           "metrics": held_out({"1_scratch/test/acc": 0.5, "4_frozen_encoder/test/acc": 0.9})}
+    assert sweep_table([row])[1][3] == "1_scratch/test/acc=0.5000  4_frozen_encoder/test/acc=0.9000"

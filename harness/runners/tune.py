@@ -88,6 +88,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -562,7 +563,7 @@ def _stored_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path) -> dict[str
         reason = _one_line(str(results.get("error") or status))
     metrics = (results or {}).get("metrics") or {}
     return {"trial": label, "run_id": composed.run_id, "status": status, "reason": reason,
-            "metrics": {k: v for k, v in metrics.items() if "/" in k and k.startswith(("test", "eval/"))}}
+            "metrics": held_out(metrics)}
 
 
 def compose_trial(sweep: Sweep, trial: dict[str, Any]) -> Any:
@@ -583,7 +584,21 @@ def _row(result: Any, config: dict[str, Any] | None = None, metrics: dict[str, A
         reason = "the trial reported nothing"
     return {"trial": trial_label(config), "run_id": metrics.get("run_id") or None, "status": status,
             "reason": reason if status != "completed" else "",
-            "metrics": {k: v for k, v in metrics.items() if "/" in k and k.startswith(("test", "eval/"))}}
+            "metrics": held_out(metrics)}
+
+
+_STAGE = re.compile(r"\d+_[a-z_]+/")  # a curriculum stage's prefix: 1_scratch/, 3_frozen_central/
+
+
+def held_out(metrics: dict[str, Any]) -> dict[str, Any]:
+    """A run's held-out metrics: its test splits' (``test/acc``, ``test_real_between_hexos/acc``) and its RL
+    evaluation's (``eval/win_rate``), each curriculum stage's included (``4_frozen_encoder/test/acc``)."""
+    out = {}
+    for key, value in metrics.items():
+        bare = key[m.end():] if (m := _STAGE.match(key)) else key
+        if "/" in bare and bare.startswith(("test", "eval/")):
+            out[key] = value
+    return out
 
 
 def sweep_table(rows: list[dict[str, Any]]) -> list[list[str]]:
