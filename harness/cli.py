@@ -313,6 +313,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
         args.runs_dir = str(RESULTS_DIR)
     watched = _source_files(args.imports) if args.imports else []
+    if args.imports and not watched:
+        return 0
     stored = index(Path(args.runs_dir) if args.runs_dir else None)
     _check_listed_name("task", args.task, stored)
     _check_listed_name("model", args.model, stored)
@@ -369,7 +371,8 @@ def _check_listed_name(what: str, name: str | None, stored: list[dict]) -> None:
 
 
 def _source_files(paths: list[str]) -> list[str]:
-    """Project-relative source paths; a file that does not exist or computes nothing is the user's mistake."""
+    """Project-relative source paths of the files that can make runs stale; a file that does not exist is the
+    user's mistake, and one that computes nothing is said to be so (it is left out)."""
     from harness.provenance import NOT_COMPUTING
 
     files = []
@@ -383,9 +386,10 @@ def _source_files(paths: list[str]) -> list[str]:
             raise UserError(f"{given}: no such file")
         if path.suffix != ".py":
             raise UserError(f"{given} is not a Python source file: --imports names the code a change would touch")
-        if rel in NOT_COMPUTING:
-            raise UserError(f"{rel} computes nothing a run reports (harness/provenance.py NOT_COMPUTING): "
-                            "changing it makes no run stale")
+        if rel in NOT_COMPUTING:  # a question with an answer, not a mistake
+            print(f"{rel} computes nothing a run reports (harness/provenance.py NOT_COMPUTING): changing it makes "
+                  "no run stale")
+            continue
         files.append(rel)
     return files
 

@@ -59,8 +59,14 @@ def test_stale_runs_are_listed_with_what_changed_and_how_to_rerun(tmp_path: Path
     assert "none of the 2 runs imported harness/data.py" in capsys.readouterr().out
 
 
+def test_a_file_that_computes_nothing_is_answered_not_refused(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runs", "--runs-dir", str(tmp_path), "--imports", "harness/cli.py"]) == 0
+    out, err = capsys.readouterr()
+    assert "harness/cli.py computes nothing a run reports" in out and "no run stale" in out and err == ""
+
+
 @pytest.mark.parametrize(("given", "message"), [
-    ("harness/cli.py", "computes nothing a run reports"),
     ("harness/no_such_file.py", "harness/no_such_file.py: no such file"),
     ("README.md", "README.md is not a Python source file"),
     ("/etc/hostname", "is not inside the project"),
