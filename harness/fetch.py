@@ -41,7 +41,6 @@ MARKER = ".fetched.json"
 DOWNLOADS = ".downloads"
 
 # Tasks whose files come inside a catalogued dataset: task name -> (what the task reads, the dataset to fetch).
-# (Kept here, not in harness/fetch_catalogue.py, which every run imports through the command line.)
 PART_OF: dict[str, tuple[str, str]] = {
     "listops": ("ListOps (basic_{train,val,test}.tsv in listops-1000/)", "lra"),
     "pathfinder": ("Pathfinder-32 (pathfinder32/)", "lra"),

@@ -39,7 +39,7 @@ NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "ha
                  "harness/runners/launch.py", "harness/runners/stacked_launch.py", "harness/runners/retest.py",
                  "harness/rerun.py", "harness/interfaces.py", "harness/runners/predictions.py",
                  "tasks/relations_game/data_checks.py", "tasks/babi/examples.py",
-                 "harness/vector_math.py")
+                 "harness/vector_math.py", "harness/fetch_catalogue.py", "harness/fetch.py", "harness/fetch_http.py")
 PACKAGES = ("torch", "lightning", "omegaconf", "numpy", "ray", "gymnasium", "wandb")
 
 
