@@ -156,3 +156,12 @@ def test_the_schema_rejects_what_the_task_rejects(key, value):
 def test_bad_config_is_a_user_error(bad):
     with pytest.raises(UserError, match="task"):
         make(**bad)
+
+
+def test_the_sequence_length_follows_task_length_unless_given() -> None:
+    from harness.config import compose
+
+    assert compose("lstm_recall", "stream_lstm", "cpu", ["task.length=25"]).cfg.stepwise.steps == 25
+    assert compose("lstm_recall", "stream_lstm", "smoke").cfg.stepwise.steps == 4
+    given = compose("lstm_recall", "stream_lstm", "cpu", ["task.length=25", "stepwise.steps=12"]).cfg
+    assert given.stepwise.steps == 12
