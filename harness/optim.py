@@ -136,9 +136,13 @@ class LearningRatePolicy:
     * warm-up: steps ``0..warmup_steps`` inclusive run at ``lr * warmup_factor`` (TF code: full lr
       only once ``i > 50``);
     * decay: the first time ``val/loss`` falls below ``decay_below_val_loss``, lr is multiplied by
-      ``decay_factor`` for the rest of training (once).
+      ``decay_factor`` for the rest of training (once), as Schlag & Schmidhuber 2018, Appendix A, describe it.
+      The reference code does not keep it: its warm-up branch assigns the full lr at the start of every step
+      after step 50, so its decay lasts the one step on which it is assigned.
 
-    Like the TF variable it replaces, changing lr keeps the optimiser's moment estimates.
+    Like the TF variable it replaces, changing lr keeps the optimiser's moment estimates. Not reproduced: the
+    reference's (and Appendix A's) restart from a fresh initialisation when the loss is NaN during warm-up,
+    and its replacement of a NaN global gradient norm by the clipping threshold.
     """
 
     def __init__(self, cfg: Any) -> None:

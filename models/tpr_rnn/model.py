@@ -4,7 +4,8 @@ equations are the paper's §4, the initialisation its Appendix A).
 
 Input module (paper §4, eq. 5; Appendix A)
     E [V, S] word embedding with S = V (embedding width = vocabulary size), U(-0.1, 0.1);
-    P [W, S] position weights, stored as ones and read as P / W (the TF variable's scaling);
+    P [W, S] position weights, stored as ones and read as P / W (the TF variable's scaling): the initial P is
+    Appendix A's ones / W, and a Nadam step on the stored ones moves P by about lr / W, not lr;
     s_t = sum_w E[x_tw] * P_w      (padding id 0 is an ordinary row of E, as in the reference)
 
 Update module (paper §4, eqs. 4-14), per statement t, five 2-layer tanh MLPs on s_t:
@@ -36,6 +37,15 @@ Three exact implementations of F (``model.memory``), the same function to float 
 
 Deviations, all without effect on the function computed: one_hot(x) E is written as an embedding
 lookup (same values and gradients); q_e2, computed but unused by the reference, is not built.
+
+Sizes and training (``tpr_rnn.yaml``) are the reference code's all-tasks configuration (tpr_rnn_graph.py: d_e
+90, d_r 20, d_h 40, batch 32, Nadam at its default hyper-parameters, as Appendix A trains the all-tasks model),
+also for single-task runs. The paper's single-task model (Table 2) is smaller (Appendix A; §7: its e1 space has
+15 dimensions on task 3), trained with batch 128 and Nadam hyper-parameters tuned by an evolution procedure, so
+single-task runs here are not its configuration. Appendix A's restart from a fresh initialisation when a NaN
+appears in the 50 warm-up steps is not done: such a run ends as diverged. The one-off learning-rate decay lasts
+for the rest of training, as Appendix A says (``harness.optim.LearningRatePolicy``; the reference code's warm-up
+branch resets the full rate on every later step, so there it lasts one step).
 """
 
 from __future__ import annotations
@@ -198,7 +208,9 @@ class TPRReasoning(nn.Module):
     """The update and inference modules (paper §4, eqs. 4-19) over sentence vectors of width ``symbol``: the part
     of TPR-RNN that does not depend on words, shared by :class:`TPRRNN` and the sequence core
     (``models.tpr_rnn.core``). A subclass builds its own input first, then calls :meth:`build_reasoning`
-    (parameters are created, and so randomly initialised, in the reference's order)."""
+    (parameters are created, and so randomly initialised, in a fixed order: input, update and query MLP banks,
+    LayerNorms, then Z in :class:`TPRRNN`; the reference creates Z before the MLPs and draws with TensorFlow's
+    generator, so no seed reproduces its initial weights)."""
 
     def build_reasoning(self, symbol: int, cfg: Any) -> None:
         d_e, d_r, d_h = int(cfg.entity_size), int(cfg.role_size), int(cfg.hidden_size)

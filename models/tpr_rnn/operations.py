@@ -12,7 +12,7 @@ read ever weighs it (a read's weight on a write is the product of the entity and
 an ablated model is the full model with the update module's r2 (move) and/or r3 (backlink) multiplied by zero,
 in every memory implementation (``dense``, ``factored``, ``parallel``) and on every route (the story reader and
 the sequence core). The MLP that would compute a removed role is still built, so the parameters are created
-in the reference's order and a seed gives the same initial weights as the full model; it receives zero
+in the full model's order and a seed gives the same initial weights as the full model; it receives zero
 gradients and so never changes (the paper does not say whether its ablated models kept these parameters).
 
 The inference module's three reads (eqs. 17-19) are unchanged: Table 3 ablates memory operations only.
