@@ -1,5 +1,5 @@
 """The registry of central modules: the part of a Relations Game model between the conv encoder and
-the output MLP (Shanahan et al., ICML 2020, Fig. 3: "identical ... and differ only in the central
+the output MLP (Shanahan et al., ICML 2020, §4 and Fig. 3: "identical ... and differ only in the central
 module").
 
 A central module knows nothing of images or tasks. Its contract:

@@ -1,6 +1,6 @@
 """Image -> entities adapter: the single input conv layer of every Relations Game model, with the
 feature map's xy coordinates appended (``input_module`` and ``_locs`` of ``PrediNet4MultiTask`` in
-google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb; paper §3, Fig. 3).
+google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb; paper §4 and Table S2).
 
     x = image / 256                                     [B, H, W, C] channels last, as the data
     F = ReLU(conv_{12x12, stride 6, VALID}(x))           [B, h, w, 32]   (36x36 -> 5x5)

@@ -1,5 +1,5 @@
 """Output MLP adapter (``output_hidden`` and ``output`` of ``PrediNet4MultiTask`` in
-google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb; paper Table S1 "Output MLP"):
+google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb; paper Table S2 "Output MLP"):
 
     logits = W_2 ReLU(W_1 [R*, onehot(task)] + b_1) + b_2,   hidden 8, biases in both layers.
 

@@ -1,5 +1,5 @@
 """Relations Game models for the ``image`` interface: conv encoder -> central module -> output MLP
-(Shanahan et al., ICML 2020, §3 and Fig. 3; the notebook google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb).
+(Shanahan et al., ICML 2020, §4 and Fig. 3; the notebook google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb).
 
     L      = encoder(image)                 [B, H, W, C] uint8 -> [B, 25, 34]   (models.relational.encoder)
     R*     = central(L)                     [B, 640]  PrediNet | MLP1 | MLP2 | RN | MHA (model.central)

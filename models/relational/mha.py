@@ -1,5 +1,5 @@
 """Multi-head self-attention central module, the PrediNet paper's MHA baseline (Vaswani et al.,
-NeurIPS 2017, as used by Shanahan et al., ICML 2020, §3 and Table S1; ``SelfAttentionNet`` in
+NeurIPS 2017, as used by Shanahan et al., ICML 2020, §4 and Table S2; ``SelfAttentionNet`` in
 google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb):
 
     Q^h = L W_Q^h,  K^h = L W_K^h   [B, N, 16];   V^h = L W_V^h   [B, N, 20]      no biases

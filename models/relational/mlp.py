@@ -1,10 +1,10 @@
-"""MLP baselines' central modules (Shanahan et al., ICML 2020, §3 and Table S1; ``ConvNetMLP1L`` and
+"""MLP baselines' central modules (Shanahan et al., ICML 2020, §4 and Table S2; ``ConvNetMLP1L`` and
 ``ConvNetMLP2L`` in google-deepmind/deepmind-research, PrediNet/PrediNet.ipynb):
 
     MLP1: R* = ReLU(W flatten(L) + b)                              [B, N*D] -> [B, 640]
     MLP2: R* = ReLU(W_2 ReLU(W_1 flatten(L) + b_1) + b_2)          [B, N*D] -> [B, 1024] -> [B, 640]
 
-Both layers carry biases (Table S1 "Bias: Yes"; the notebook's ConvNetMLP1L / ConvNetMLP2L).
+Every layer carries a bias (Table S2 "Bias: Yes", MLP2 "Yes (both)"; the notebook's ConvNetMLP1L / ConvNetMLP2L).
 """
 
 from __future__ import annotations

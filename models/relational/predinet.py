@@ -12,11 +12,11 @@ relations and key size g (32, 16, 16 in the paper's experiments):
     R^h   = (D^h, P_1^h, P_2^h)           P = the last two features of E (the position) [B, k, j+4]
     R*    = concat_h R^h                                                                 [B, k(j+4)] = [B, 640]
 
-The paper's supplementary Table S1 lists k = 16 heads for the PrediNet, but its main text (§3),
-Fig. S13 and the reference notebook (HEADS_P = 32, CENTRAL_OUTPUT_SIZE = 640) use k = 32; we follow
-the main text and the notebook (k = 32).
+The paper's default-hyperparameter table (Table S2, Supplementary §S1) lists k = 16 heads for the PrediNet,
+but its main text (§4, "k=32 heads and j=16 relations"), the captions of Figs. S11 and S13 and the reference
+notebook (HEADS_P = 32, CENTRAL_OUTPUT_SIZE = 640) use k = 32; we follow the main text and the notebook (k = 32).
 
-Analysis hooks (paper §4 / Supplementary S2): ``last_attention`` keeps (A_1, A_2) of the last forward
+Analysis hooks (paper §5, Fig. 6 / Supplementary S2.2-S2.3): ``last_attention`` keeps (A_1, A_2) of the last forward
 pass, detached, each [B, k, N]; ``head_mask`` ([k], bool or float; None = all heads) multiplies each
 head's output R^h, so zeros prune heads at test time (Fig. S10).
 """

@@ -1,9 +1,9 @@
 """Relation-net central module (Santoro et al., NeurIPS 2017, as the PrediNet paper's RN baseline:
-Shanahan et al., ICML 2020, §3 and Table S1; ``RelationNet`` in google-deepmind/deepmind-research,
+Shanahan et al., ICML 2020, §4 and Table S2; ``RelationNet`` in google-deepmind/deepmind-research,
 PrediNet/PrediNet.ipynb):
 
     R* = mean_{i, j} ReLU(W_2 ReLU(W_1 [e_i, e_j]))      over all N^2 ordered pairs, i = j included
-    W_1 [2D -> 256], W_2 [256 -> 640], no biases (Table S1 "Bias: No"; the notebook's RelationNet).
+    W_1 [2D -> 256], W_2 [256 -> 640], no biases (Table S2 "Bias: No"; the notebook's RelationNet).
 
 The pair MLP's first layer is evaluated without building the [B, N^2, 2D] pair tensor: with
 W_1 = [W_a | W_b] split along its input, W_1 [e_i, e_j] = W_a e_i + W_b e_j, a broadcast sum of two

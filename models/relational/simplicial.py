@@ -2,8 +2,9 @@
 Murfet, Wallbridge, *Logic and the 2-Simplicial Transformer*, ICLR 2020, §2.2 and §4; dmurfet/2simplicialtransformer,
 agent/agent_simplicial.py).
 
-2-simplicial attention (one head of dim d = 48; K heads split d into K blocks of d / K, as the reference):
-queries come from the N standard entities only, keys and values from the M virtual entities only.
+2-simplicial attention (one head of dim d = 48; K heads split each of p, l1, l2, u into K contiguous blocks of
+d / K, as the reference does): queries come from the N standard entities only, keys and values from the M
+virtual entities only.
 
     (p_i, l1_i, l2_i, u_i) = x_i W            W [64, 4d], no bias                     eq. (9)
     <a, b, c>^2 = (a.b)^2 (c.c) + (b.c)^2 (a.a) + (a.c)^2 (b.b) - 2 (a.b)(a.c)(b.c)         eq. (11)
@@ -11,12 +12,15 @@ queries come from the N standard entities only, keys and values from the M virtu
     A_ijk = softmax over the M^2 pairs (j, k) of logit_ijk                         [B, N, M, M]
     v'_i  = sum_jk A_ijk B(u_j (x) u_k),  B(u_j (x) u_k)_q = sum_rs B_qrs u_j[r] u_k[s]        eq. (15)
 
-B [d, d, d] is learned (Glorot uniform). The clamp at 1e-12 before the square root is ours: eq. (11) is a
-sum of squares that rounding can push to (or just below) 0, where the square root's gradient is
-infinite; the clamp keeps it finite and changes the logit by at most 1e-6. The softmax runs over the
-virtual pairs only (``multi_softmax`` over the last two axes in agent/agent_simplicial.py; eq. (18) as printed
-sums its denominator over 1..N+M, which the reference code does not do). For a virtual entity the 2-simplicial
-output is its own u_i (eq. (19)).
+B [d, d, d] is learned (Glorot uniform). With K > 1 heads (``model.simplicial_heads``; the paper and the
+shipped config use one) each head has its own B [d/K, d/K, d/K]; the reference declares a single B of that
+shape, which every head would share, and notes that it assumes one 2-simplicial head (its agent builds the
+layer with num_heads=1), so K > 1 is our extension, not a reproduction. The clamp at 1e-12 before the
+square root is ours: eq. (11) is a sum of squares that rounding can push to (or just below) 0, where the
+square root's gradient is infinite; the clamp keeps it finite and changes the logit by at most 1e-6. The
+softmax runs over the virtual pairs only (``multi_softmax`` over the last two axes in
+agent/agent_simplicial.py; eq. (18) as printed sums its denominator over 1..N+M, which the reference code does
+not do). For a virtual entity the 2-simplicial output is its own u_i (eq. (19)).
 
 B(u_j (x) u_k) depends on the virtual entities only, so it is computed once per example for the M^2
 pairs, in two contractions (M d^3 + M^2 d^2 multiplications), never per query.
@@ -83,7 +87,7 @@ class TwoSimplicialAttention(nn.Module):
         self.reset_keras_init()
 
     def reset_keras_init(self) -> None:
-        """Glorot uniform for W and for each head's B (fan_in = fan_out = d^2, as Keras for a 3-tensor)."""
+        """Glorot uniform for W and for each head's B (fan_in = fan_out = (d/K)^2, as Keras for a cubic 3-tensor)."""
         nn.init.xavier_uniform_(self.proj.weight)
         for b in self.tensor_b.data:
             nn.init.xavier_uniform_(b)
