@@ -46,7 +46,8 @@ def _value(value: Any) -> str:
 
 def reproduce(run_dir: Path) -> tuple[str | None, str]:
     """(the ``harness bench`` command that composes the stored run in ``run_dir`` again, or None when it cannot be
-    composed; a note when the command's run id will not be the stored one, and why)."""
+    composed; a note when the command's run id will not be the stored one, and why). A member of a stack is rerun
+    with its stack (``--seeds``, its members' seeds), as it was trained."""
     results = json.loads((run_dir / "results.json").read_text())
     stored = yaml.safe_load((run_dir / "config.yaml").read_text())
     task, model, profile, seed = results["task"], results["model"], results["profile"], int(results["seed"])
@@ -65,13 +66,31 @@ def reproduce(run_dir: Path) -> tuple[str | None, str]:
     OmegaConf.set_struct(again, False)
     for key, value in {**set_by_run, "data.fingerprint": wanted.get("data.fingerprint")}.items():
         OmegaConf.update(again, key, value, force_add=True)
-    command = ["harness", "bench", "--task", task, "--model", model, "--profile", profile, "--seed", str(seed)]
+    seeds = stack_seeds(run_dir, results)
+    chosen = ["--seeds", ",".join(map(str, seeds))] if seeds else ["--seed", str(seed)]
+    command = ["harness", "bench", "--task", task, "--model", model, "--profile", profile, *chosen]
     shown = " ".join(shlex.quote(part) for part in [*command, *(["--", *overrides] if overrides else [])])
     if run_id(again) == results["run_id"]:
         return shown, ""
     added = sorted(key for key in defaults if key not in wanted)
     return shown, ("a new run id: config keys added since the run (at their defaults): " + ", ".join(added)
                    if added else "a new run id: a default the run relied on has changed")
+
+
+def stack_seeds(run_dir: Path, results: dict[str, Any]) -> list[int] | None:
+    """The seeds of the stack a run trained in (``stack`` in its results.json: the members' run ids), read from
+    its members' results beside it, in the stack's order; None for a run trained alone, or when a member is not
+    in the same store (the run is then rerun alone, with its own seed: the same run id)."""
+    stack = results.get("stack")
+    if not isinstance(stack, list) or len(stack) < 2:
+        return None
+    seeds = []
+    for member in stack:
+        try:
+            seeds.append(int(json.loads((run_dir.parent / str(member) / "results.json").read_text())["seed"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+    return seeds
 
 
 def imported(row: dict[str, Any], paths: list[str]) -> list[str]:
@@ -81,4 +100,16 @@ def imported(row: dict[str, Any], paths: list[str]) -> list[str]:
 
 
 def wall_hours(rows: list[dict[str, Any]]) -> float:
-    return sum(float(row.get("wall_time_s") or 0.0) for row in rows) / 3600.0
+    """Hours of wall time the runs in ``rows`` took. The members of a stack (``stack`` in their results.json)
+    each record the stack's wall time: one stack counts once (its longest member's), not once per member."""
+    stacks: dict[tuple[str, ...], float] = {}
+    total = 0.0
+    for row in rows:
+        seconds = float(row.get("wall_time_s") or 0.0)
+        stack = row.get("stack")
+        if isinstance(stack, list) and len(stack) > 1:
+            key = tuple(str(member) for member in stack)
+            stacks[key] = max(stacks.get(key, 0.0), seconds)
+        else:
+            total += seconds
+    return (total + sum(stacks.values())) / 3600.0

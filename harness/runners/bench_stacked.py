@@ -37,7 +37,7 @@ import argparse
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import lightning.pytorch as pl
 import torch
@@ -202,15 +202,41 @@ def projections(models: dict[str, Any], on_gpu: bool = False) -> dict[str, float
     return hours
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse reporting a mistake as the harness does: one line, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
+def _at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``low``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is below {low}")
+        return value
+
+    return parse
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="python -m harness.runners.bench_stacked", description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
-    parser.add_argument("--ks", nargs="+", type=int, default=[1, 3, 4, 16], help="stack sizes (3: one cell's seeds)")
-    parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
-    parser.add_argument("--repeats", type=int, default=60)
-    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument(
+        "--ks", nargs="+", type=_at_least(1), default=[1, 3, 4, 16], help="stack sizes (3: one cell's seeds)"
+    )
+    parser.add_argument("--threads", nargs="+", type=_at_least(1), default=[1, 2])
+    parser.add_argument("--repeats", type=_at_least(1), default=60)
+    parser.add_argument("--warmup", type=_at_least(0), default=10)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: this machine's torch sees no CUDA GPU")
     device = torch.device(args.device)
     figures: dict[str, Any] = {"benchmark": "stacked", "task": TASK, "torch": torch.__version__, "device": str(device),
                                "repeats": args.repeats, "models": {}, "grid_hours": {}}
