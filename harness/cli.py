@@ -521,7 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
     p.add_argument("--to", default=None, help="the reference store (default: results/ in the repository)")
     p.set_defaults(func=cmd_publish)
-    p = sub.add_parser("retest", help="test a completed run on other data (task.* settings) without retraining")
+    p = sub.add_parser("retest", help="test a completed run on other data (task.test_* settings) without retraining")
     p.add_argument("run", help="a run id (from `harness runs`) or a run directory")
     p.add_argument("overrides", nargs="+", help="task settings naming the new test data, e.g. task.test_on=[files]")
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")

@@ -117,3 +117,22 @@ def test_the_stacked_benchmark_on_cuda_without_a_gpu_is_one_line(
     assert stopped.value.code == 2
     err = capsys.readouterr().err
     assert "--device cuda: this machine's torch sees no CUDA GPU" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("override", ["task.tasks=[between]", "task.train_set=stripes", "task.difficulty=easy",
+                                      "task.test_=x", "optim.lr=1"])
+def test_retest_refuses_settings_that_change_what_the_run_trained_on(tmp_path: Path, override: str) -> None:
+    from harness.errors import UserError
+    from harness.runners.retest import retest
+
+    with pytest.raises(UserError, match="not a test setting") as caught:
+        retest("any-run", ["task.test_sets=[stripes]", override], tmp_path)
+    assert str(caught.value).startswith(f"retest changes the test data only: {override} is not a test setting")
+
+
+@pytest.mark.parametrize("key", ["task.test_on", "task.test_sets", "task.real_sets", "task.n_test",
+                                 "task.generator_test_questions"])
+def test_retest_accepts_its_test_settings(key: str) -> None:
+    from harness.runners.retest import is_test_setting
+
+    assert is_test_setting(key)

@@ -1,7 +1,8 @@
 """``harness retest RUN [task.key=value ...]``: test a trained supervised run on other data, without retraining.
 
-The run's stored config, with the given ``task.*`` overrides, builds the task again; the test splits it
-yields that the run has not reported yet (``test_<name>``) are evaluated with the run's best checkpoint and
+The run's stored config, with the given overrides of its test settings (:data:`TEST_SETTINGS`), builds the
+task again; the test splits it yields that the run has not reported yet (``test_<name>``) are evaluated with the
+run's best checkpoint and
 added to its results.json (``metrics``), with a ``retests`` record of what was asked, on which data
 (fingerprint) and with which code. Examples: a bAbI run trained on generated data, tested on the official
 files (``task.test_on=[files]``); a Relations Game run tested on another held-out object set
@@ -54,6 +55,16 @@ def stored_config(run: Run, doing: str) -> dict[str, Any]:
     if missing:
         raise UserError(f"{path} is damaged (no {' or '.join(missing)}); the run cannot be {doing}")
     return stored
+
+
+# The settings a retest may change: what the task tests on, never what the run trained on (a Relations Game run
+# retested with another task.tasks would report another relation's images under its own split names).
+TEST_SETTINGS = ("task.test_*", "task.real_sets", "task.n_test", "task.generator_test_questions")
+
+
+def is_test_setting(key: str) -> bool:
+    """Whether the config key ``key`` is one of :data:`TEST_SETTINGS`."""
+    return (key.startswith("task.test_") and len(key) > len("task.test_")) or key in TEST_SETTINGS[1:]
 
 
 def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
@@ -124,9 +135,10 @@ def evaluate(model: torch.nn.Module, dataset: TensorDictDataset, batch_size: int
 def retest(name: str, overrides: list[str], runs_dir: Path | None = None) -> dict[str, float]:
     """Evaluate a completed run on the new test splits its task yields under ``overrides``; returns the metrics
     added to its results.json."""
-    bad = [item for item in overrides if not item.split("=", 1)[0].lstrip("+").startswith("task.")]
+    bad = [item for item in overrides if not is_test_setting(item.split("=", 1)[0].lstrip("+"))]
     if bad:
-        raise UserError(f"retest changes the test data only: {', '.join(bad)} is not a task.* setting")
+        raise UserError(f"retest changes the test data only: {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} "
+                        f"not a test setting ({', '.join(TEST_SETTINGS)}); what the run trained on stays as it was")
     run, results, composed, prepared, data = reload_run(name, overrides, runs_dir, "retested")
     reported = {key.split("/")[0] for key in results.get("metrics") or {}}
     new = {f"test_{n}": split for n, split in data.extra_test.items() if f"test_{n}" not in reported}
