@@ -39,6 +39,15 @@ def test_retest_on_official_files_equals_testing_on_them_from_the_start(env, tmp
     with pytest.raises(UserError, match="not a test setting"):
         retest(run.parent.name, ["optim.lr=1"], plain)
     assert main(["retest", "nope", "task.test_on=[files]", "--runs-dir", str(plain)]) == 2
+    # `harness predict` writes the retest's split too, scored whole as the retest scored it
+    from harness.runners.predictions import predict_run, read_predictions
+
+    summary = predict_run(run.parent.name, plain)
+    assert set(summary) == {"test", "test_files"}
+    assert summary["test_files"]["acc"] == pytest.approx(added["test_files/acc"], abs=1e-6)
+    assert summary["test"]["acc"] == pytest.approx(results["metrics"]["test/acc"], abs=1e-6)
+    rows = read_predictions(run.parent / "predictions")
+    assert sum(row["split"] == "test_files" for row in rows) == summary["test_files"]["examples"] == 1000
 
 
 def test_retest_refuses_a_run_without_a_checkpoint(env, tmp_path):

@@ -18,7 +18,8 @@ run page shows it.
 
 The launcher writes these files after a supervised single-protocol run completes (with the best
 checkpoint, as the test metrics were measured); ``harness predict RUN`` writes them for a completed run that
-has its checkpoints. The files describe a run and never change its numbers: a failure to write them is
+has its checkpoints, including the splits ``harness retest`` added to it (rebuilt from each retest's overrides
+and predicted whole, as the retest scored them). The files describe a run and never change its numbers: a failure to write them is
 reported, and the run stays completed.
 """
 
@@ -98,33 +99,43 @@ def test_splits(data: TaskData) -> dict[str, TensorDictDataset]:
     return {"test": data.test, **{f"test_{name}": split for name, split in data.extra_test.items()}}
 
 
-def write_predictions(run: Run, composed: Composed, data: TaskData,
-                      model: torch.nn.Module | None = None) -> dict[str, Any]:
+def write_predictions(run: Run, composed: Composed, data: TaskData, model: torch.nn.Module | None = None,
+                      retested: list[tuple[Composed, TaskData, list[str]]] | None = None) -> dict[str, Any]:
     """Predict every test split with the run's best checkpoint and write ``<run>/predictions/``; returns the
-    summary (per split: examples, wrong, accuracy from the file, the run's reported accuracy)."""
+    summary (per split: examples, wrong, accuracy from the file, the run's reported accuracy). ``retested``: the
+    splits ``harness retest`` added, each with the config and data its retest built them from; they are predicted
+    whole, as the retest scored them (the run's own splits as its test pass saw them)."""
     cfg = composed.cfg
     model = model if model is not None else load_trained_model(run, composed, data)
     batch_size = int(cfg.train.eval_batch_size)
     reported = (run.read_results().get("metrics") or {}) if run.results_path.exists() else {}
     rows: list[tuple[str, int, int, int, int]] = []
     summary: dict[str, Any] = {}
-    wrong_ids: dict[str, list[int]] = {}
-    for split, dataset in test_splits(data).items():
-        count = evaluated_count(dataset, batch_size, cfg.train.get("limit_eval_batches"))
-        targets, predictions = predict(model, dataset, batch_size, count)
-        correct = (targets == predictions).long()
-        rows += zip([split] * count, range(count), targets.tolist(), predictions.tolist(), correct.tolist(),
-                    strict=True)
-        wrong = [i for i in range(count) if not correct[i]]
-        wrong_ids[split] = wrong
-        acc = float(correct.float().mean()) if count else None
-        summary[split] = {"examples": count, "wrong": len(wrong), "acc": acc,
-                          "reported_acc": reported.get(f"{split}/acc")}
+    rendered: list[dict[str, Any]] = []
+    groups = [(composed, data, test_splits(data), cfg.train.get("limit_eval_batches"))]
+    for retest_composed, retest_data, names in retested or []:
+        splits = test_splits(retest_data)
+        groups.append((retest_composed, retest_data, {name: splits[name] for name in names if name in splits}, None))
+    for group_composed, group_data, splits, limit in groups:
+        group_rows: list[tuple[str, int, int, int, int]] = []
+        wrong_ids: dict[str, list[int]] = {}
+        for split, dataset in splits.items():
+            count = evaluated_count(dataset, batch_size, limit)
+            targets, predictions = predict(model, dataset, batch_size, count)
+            correct = (targets == predictions).long()
+            group_rows += zip([split] * count, range(count), targets.tolist(), predictions.tolist(),
+                              correct.tolist(), strict=True)
+            wrong = [i for i in range(count) if not correct[i]]
+            wrong_ids[split] = wrong
+            acc = float(correct.float().mean()) if count else None
+            summary[split] = {"examples": count, "wrong": len(wrong), "acc": acc,
+                              "reported_acc": reported.get(f"{split}/acc")}
+        rows += group_rows
+        rendered += _render_wrong(group_composed, group_data, wrong_ids, group_rows)
     folder = run.path / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     _write_table(folder / TABLE, rows)
     atomic_write_text(folder / SUMMARY, json.dumps(summary, indent=2) + "\n")
-    rendered = _render_wrong(composed, data, wrong_ids, rows)
     if rendered:
         atomic_write_text(folder / WRONG, json.dumps(rendered, indent=2) + "\n")
     return summary
@@ -168,13 +179,29 @@ def predict_run(name: str, runs_dir: Path | None = None) -> dict[str, Any]:
     """``harness predict RUN``: write the predictions of a completed run of the store from its checkpoint."""
     from harness.runners.retest import reload_run
 
-    run, _, composed, _, data = reload_run(name, [], runs_dir, "predicted")
-    summary = write_predictions(run, composed, data)
+    run, results, composed, _, data = reload_run(name, [], runs_dir, "predicted")
+    summary = write_predictions(run, composed, data, retested=_retested(name, results, runs_dir))
     for split, numbers in summary.items():
         print(f"{split}: {numbers['wrong']} wrong of {numbers['examples']} (acc {numbers['acc']:.4f}; "
               f"the run reported {_shown(numbers['reported_acc'])})")
     print(f"wrote {run.path / FOLDER}")
     return summary
+
+
+def _retested(name: str, results: dict[str, Any], runs_dir: Path | None) -> list[tuple[Composed, TaskData, list[str]]]:
+    """The splits each of the run's retests added (``retests`` in its results.json), with the config and data
+    rebuilt from that retest's overrides, as :func:`write_predictions` takes them."""
+    from harness.runners.retest import reload_run
+
+    groups, seen = [], set()
+    for record in results.get("retests") or []:
+        names = [split for split in record.get("splits") or [] if split not in seen]
+        if not names:
+            continue
+        _, _, composed, _, data = reload_run(name, list(record.get("overrides") or []), runs_dir, "predicted")
+        groups.append((composed, data, names))
+        seen.update(names)
+    return groups
 
 
 def _shown(value: Any) -> str:
