@@ -125,6 +125,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     prepared = prepare_checked(composed)  # what `bench` refuses before it writes anything, refused here too
     build_and_check(composed, prepared)
     print(f"# run_id: {composed.run_id}")
+    if prepared.data.get("source"):  # which data the run would read (files found, or the generator)
+        print(f"# data: {' '.join(str(prepared.data['source']).split())}")
     print(OmegaConf.to_yaml(composed.cfg), end="")
     return 0
 

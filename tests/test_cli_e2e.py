@@ -195,6 +195,7 @@ def test_official_files_and_generated_data_never_share_a_run(env, tmp_path):
     generated = run_cli(args, {**env, "HARNESS_DATA_DIR": str(tmp_path / "nothing")})
     assert on_files.returncode == generated.returncode == 0
     assert "source: files" in on_files.stdout and "source: generator" in generated.stdout
+    assert "\n# data: files: " in on_files.stdout and "\n# data: generator" in generated.stdout  # what it reads
     assert on_files.stdout.splitlines()[0] != generated.stdout.splitlines()[0]  # the run ids
 
 
