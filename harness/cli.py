@@ -94,9 +94,13 @@ def _seed_list(text: str) -> list[int]:
     if not all(parts):
         raise UserError(f"--seeds {text!r} has an empty item; give comma-separated integers, e.g. 0,1,2")
     try:
-        return [int(part) for part in parts]
+        seeds = [int(part) for part in parts]
     except ValueError:
         raise UserError(f"--seeds takes comma-separated integers, e.g. 0,1,2; got {text!r}") from None
+    repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
+    if repeated:  # said before any config is composed
+        raise UserError(f"--seeds {text} repeats {', '.join(map(str, repeated))}: give each seed once")
+    return seeds
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

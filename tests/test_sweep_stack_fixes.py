@@ -180,7 +180,7 @@ def test_a_repeated_seed_is_named_before_what_the_config_cannot_stack(env, capsy
         task = "babi" if model == "tpr_rnn" else "relations_game"
         assert main(["bench", "--task", task, "--model", model, "--profile", "smoke", "--seeds", "0,0"]) == 2
         err = capsys.readouterr().err.strip()
-        assert err == "error: the stack repeats a seed (0 in seeds 0,0): give each seed once", (model, err)
+        assert err == "error: --seeds 0,0 repeats 0: give each seed once", (model, err)
 
 
 def test_each_members_epoch_lines_name_its_seed(env, capsys):

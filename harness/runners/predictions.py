@@ -19,8 +19,8 @@ run page shows it.
 The launcher writes these files after a supervised single-protocol run completes (with the best
 checkpoint, as the test metrics were measured); ``harness predict RUN`` writes them for a completed run that
 has its checkpoints, including the splits ``harness retest`` added to it (rebuilt from each retest's overrides
-and predicted whole, as the retest scored them). The files describe a run and never change its numbers: a failure to write them is
-reported, and the run stays completed.
+and predicted whole, as the retest scored them). The files describe a run and never change its numbers: a
+failure to write them is reported, and the run stays completed.
 """
 
 from __future__ import annotations
