@@ -69,24 +69,17 @@ def test_a_fetch_that_fails_to_download_leaves_no_new_folder(
     assert not dest.exists()
 
 
-def test_a_download_that_fails_its_check_takes_its_recorded_sha256_with_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(("served", "extra", "message"), [
+    (b"not the archive", ["--sha256", hashlib.sha256(b"the archive").hexdigest()], "the file was deleted"),
+    (b"not a tar archive at all", [], "is not a readable tar archive"),
+], ids=["fails its check", "does not unpack"])
+def test_a_download_that_is_deleted_takes_its_recorded_sha256_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], served: bytes,
+    extra: list[str], message: str
 ) -> None:
     def serve(url: str, target: Path, **_: object) -> None:
-        target.write_bytes(b"not the archive")
+        target.write_bytes(served)
 
     monkeypatch.setattr(harness.fetch, "download", serve)
-    wrong = hashlib.sha256(b"the archive").hexdigest()
-    refused(capsys, ["data", "fetch", "babi", "--dest", str(tmp_path), "--sha256", wrong], "the file was deleted")
-    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
-
-
-def test_an_archive_that_does_not_unpack_takes_its_recorded_sha256_with_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    def serve(url: str, target: Path, **_: object) -> None:
-        target.write_bytes(b"not a tar archive at all")
-
-    monkeypatch.setattr(harness.fetch, "download", serve)
-    refused(capsys, ["data", "fetch", "babi", "--dest", str(tmp_path)], "is not a readable tar archive")
+    refused(capsys, ["data", "fetch", "babi", "--dest", str(tmp_path), *extra], message)
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
