@@ -96,7 +96,8 @@ perf-publish: $(STAMP)
 # Upload offline W&B runs (needs network and `wandb login`).
 sync: $(STAMP)
 	@store=$${HARNESS_RUNS_DIR:-runs}; runs=$$(find "$$store" -type d -name 'offline-run-*' 2>/dev/null); \
-	if [ -z "$$runs" ]; then echo "no offline W&B runs under $$store/"; else $(BIN)/wandb sync $$runs; fi
+	if [ -z "$$runs" ]; then echo "no offline W&B runs under $$store/"; \
+	elif $(BIN)/python -m harness.tracking; then $(BIN)/wandb sync $$runs; else exit 1; fi
 
 clean:
 	rm -rf .cache .pytest_cache build *.egg-info

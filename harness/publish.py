@@ -106,6 +106,8 @@ def check_publishable(run: Run) -> dict:
     """The results of a finished run whose files a reader can use; a one-line UserError naming the run and the
     file otherwise (a config.yaml that does not parse, an empty metrics.csv), checked for every stage too."""
     results = run.completed_results("published", PUBLISHABLE)
+    if not run.config_path.is_file():  # a reference run is rerun, retested and reported from its config
+        raise UserError(f"{run.path.name}: {run.config_path} is missing; cannot be published")
     stages = run.path / "stages"
     folders = [run.path, *(sorted(p for p in stages.iterdir() if p.is_dir()) if stages.is_dir() else [])]
     for folder in folders:

@@ -144,7 +144,38 @@ def close_service() -> None:
         print(f"W&B did not shut down cleanly ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
 
 
+def server_problem(base_url: str | None = None, timeout_s: float = 5.0) -> str | None:
+    """Why the W&B server (``base_url``, by default wandb's own setting, ``WANDB_BASE_URL``) cannot be reached within
+    ``timeout_s`` seconds, or None. ``wandb sync`` without network waits without a word for minutes; ``make sync``
+    asks this first."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if base_url is None:
+        import wandb
+
+        base_url = str(wandb.Settings().base_url)
+    parts = urlsplit(base_url)
+    if not parts.hostname:
+        return f"the W&B server address {base_url!r} names no host (WANDB_BASE_URL)"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout_s):
+            return None
+    except OSError as exc:  # no route, no name resolution, refused, timed out
+        why = exc.strerror or type(exc).__name__
+        return f"cannot reach the W&B server {base_url} ({why}; no network?)"
+
+
 def _wandb_id(run_id: str) -> str:
     """W&B ids allow letters, digits, '-' and '_' only, at most 64 characters."""
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in run_id)
     return safe[-64:]
+
+
+if __name__ == "__main__":  # `make sync`: a one-line answer instead of a silent wait when there is no network
+    problem = server_problem()
+    if problem:
+        print(f"{problem}; the offline W&B runs stay in the run folders: sync them where there is network",
+              file=sys.stderr)
+        sys.exit(1)

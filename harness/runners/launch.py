@@ -4,7 +4,8 @@
   task loads it), the model (built once from the config) or, for RL, the environment and the agent; the
   building itself, which decides the run's numbers, lives in :mod:`harness.runners.build`.
 * A completed run is reported, not retrained (``force=True`` retrains from scratch, whatever state the
-  directory is in).
+  directory is in), also from a read-only store; a missing or damaged ``config.yaml`` of it is written again from
+  the command's config, which its run id hashes (:func:`restore_config`).
 * An unfinished run (``running`` after a kill, ``interrupted``, ``failed``, ``diverged``) resumes from its
   last intact checkpoint. A damaged ``results.json`` is set aside (renamed, never deleted) and the run
   resumes from its checkpoints; the runners do the same with a damaged checkpoint.
@@ -326,11 +327,33 @@ def already_completed(run: Run, composed: Composed, force: bool) -> bool:
                  "")
         print(f"already completed{stale}; {force_hint('retrains it')}:")
         print(_summary_line(run, results))
+        restore_config(run, composed)
         if _predictions_missing(run, composed):
             print(f"its predictions are missing (the run was stopped before it wrote them): `harness predict "
                   f"{run.path.name}` writes them from its checkpoint", flush=True)
         return True
     return False
+
+
+def restore_config(run: Run, composed: Composed) -> None:
+    """Write a completed run's ``config.yaml`` again when it is missing or damaged (retest, predict and publish need
+    it), from the command's config: the run id hashes the whole resolved config, so it is the one the run trained
+    with. A damaged file is set aside first (renamed, never deleted); one line says what was done."""
+    from harness.runners.retest import stored_config
+
+    try:
+        stored_config(run, "read")
+        return
+    except UserError as exc:
+        problem = str(exc).split("; the run cannot be")[0]
+    try:
+        aside = run.set_aside(run.config_path) if run.config_path.exists() else None
+        config_lib.save(composed.cfg, run.config_path)
+    except OSError as exc:
+        print(f"{problem}; it could not be written again ({exc.strerror or type(exc).__name__})", flush=True)
+        return
+    kept = f"; the damaged one is kept as {aside.name}" if aside else ""
+    print(f"{problem}: written again from this command's config (the run id hashes it){kept}", flush=True)
 
 
 def has_checkpoint(run: Run) -> bool:
@@ -556,10 +579,10 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     if composed.task.kind not in ("supervised", "rl", "stepwise"):
         raise UserError(f"task kind '{composed.task.kind}' has no runner yet")
     prepared = prepare_checked(composed)
-    check_writable_folder(runs_dir or default_runs_dir(), "runs folder")
     run = run_dir(cfg.task.name, cfg.model.name, composed.run_id, runs_dir)
-    if already_completed(run, composed, force):
+    if already_completed(run, composed, force):  # before the store must be writable: reported from a read-only one
         return 0
+    check_writable_folder(runs_dir or default_runs_dir(), "runs folder")
     if composed.kind == "supervised":
         refuse_stack_member(run, composed, force)
     build_and_check(composed, prepared)

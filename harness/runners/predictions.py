@@ -57,7 +57,8 @@ def load_trained_model(run: Run, composed: Composed, data: TaskData) -> torch.nn
     model = load_entry(composed.model.interfaces[composed.task.interface])(composed.cfg.model, data.info)
     checkpoint = intact_checkpoint(run, ("best", "last"))
     if checkpoint is None:
-        raise UserError(f"{run.path}: no intact checkpoint (published runs keep none; use a run of your store)")
+        raise UserError(f"{run.path}: no intact checkpoint in checkpoints/ (a published run keeps none: use a run of "
+                        "your store; a run whose checkpoints were lost is retrained with bench --force)")
     state = {k.removeprefix("model."): v for k, v in load_checkpoint(checkpoint)["state_dict"].items()}
     try:
         model.load_state_dict(state)

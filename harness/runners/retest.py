@@ -26,6 +26,7 @@ from omegaconf.errors import OmegaConfBaseException
 from harness.config import Composed, recompose
 from harness.data import TARGET, TaskData, TensorDictDataset
 from harness.errors import UserError
+from harness.paths import check_can_create_in
 from harness.provenance import code_files, fingerprint, git_info
 from harness.publish import find_run
 from harness.registry import REGISTRY
@@ -35,6 +36,8 @@ from harness.runners.supervised import intact_checkpoint
 from harness.runs import Run, default_runs_dir, now_iso
 from harness.vector_math import warm_vector_math
 
+REWRITE = " (the bench command that trained it writes it again)"  # launch.restore_config
+
 
 def stored_config(run: Run, doing: str) -> dict[str, Any]:
     """A run's config.yaml as a plain mapping; a one-line UserError naming the file when it is missing, does not
@@ -43,17 +46,18 @@ def stored_config(run: Run, doing: str) -> dict[str, Any]:
     try:
         stored = OmegaConf.to_container(OmegaConf.load(path))
     except FileNotFoundError:
-        raise UserError(f"{path}: no such file; the run cannot be {doing}") from None
+        raise UserError(f"{path}: no such file; the run cannot be {doing}{REWRITE}") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError, OmegaConfBaseException) as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserError(f"{path} is damaged ({type(exc).__name__}: {problem}); the run cannot be {doing}") from None
+        raise UserError(f"{path} is damaged ({type(exc).__name__}: {problem}); the run cannot be "
+                        f"{doing}{REWRITE}") from None
     if not isinstance(stored, dict):
         raise UserError(f"{path} is damaged (holds a {type(stored).__name__}, not a mapping); the run cannot be "
-                        f"{doing}")
+                        f"{doing}{REWRITE}")
     missing = [f"{section}.name" for section in ("task", "model")
                if not isinstance(stored.get(section), dict) or not isinstance(stored[section].get("name"), str)]
     if missing:
-        raise UserError(f"{path} is damaged (no {' or '.join(missing)}); the run cannot be {doing}")
+        raise UserError(f"{path} is damaged (no {' or '.join(missing)}); the run cannot be {doing}{REWRITE}")
     return stored
 
 
@@ -75,6 +79,7 @@ def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
     warm_vector_math()  # as a training run does: its evaluation computes what training's did, bit for bit
     run: Run = find_run(name, runs_dir or default_runs_dir())
     results = run.completed_results(doing)
+    check_can_create_in(run.path, f"{run.path} cannot be {doing}")  # both write into the run: a read-only store
     stored = stored_config(run, doing)
     if REGISTRY.task(str(stored["task"]["name"])).kind != "supervised" or \
             (stored.get("protocol") or {}).get("name", "single") != "single":

@@ -220,13 +220,14 @@ class StackLaunch:
         first = stack[0]
         if first.task.data_check:
             load_entry(first.task.data_check)(first.cfg.task)
-        check_writable_folder(runs_dir or default_runs_dir(), "runs folder")
         self.force = force
         self.todo: list[tuple[Composed, Prepared, Run]] = []
         for composed, prepared in zip(stack, self.prepared, strict=True):
             run = run_dir(composed.cfg.task.name, composed.cfg.model.name, composed.run_id, runs_dir)
             if not already_completed(run, composed, force):
                 self.todo.append((composed, prepared, run))
+        if self.todo:  # a stack that completed is reported from a read-only store too
+            check_writable_folder(runs_dir or default_runs_dir(), "runs folder")
 
     def _build(self) -> tuple[Any, list[Any]]:
         """The data (loaded once: the members share it) and each member's model, seeded as its solo run."""
