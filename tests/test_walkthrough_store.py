@@ -130,3 +130,26 @@ def test_a_completed_stack_is_reported_from_a_read_only_store(env, tmp_path, mon
     args = ["bench", "--task", "relations_game", "--model", "predinet", "--profile", "smoke", "--seeds", "0,1"]
     assert main([*args, "--runs-dir", str(runs)]) == 0
     assert capsys.readouterr().out.count("already completed") == 2
+
+
+def test_force_keeps_the_offline_wandb_runs_of_the_run_it_clears(env, tmp_path, capsys):
+    from harness.runners.launch import _existing
+    from harness.runs import Run
+
+    runs = tmp_path / "runs"
+    folder = completed_run(runs)
+    offline = folder / "wandb" / "offline-run-20260101_000000-abc"
+    offline.mkdir(parents=True)
+    (offline / "run-abc.wandb").write_bytes(b"history")
+    composed = compose(*SMOKE)
+    prepare_checked(composed)
+    for attempt in (1, 2):  # a second forced start within the same second gets its own folder
+        assert _existing(Run(folder), True, composed) is None and not folder.exists()
+        assert "its 1 offline W&B run(s) are kept in" in capsys.readouterr().out
+        kept = sorted(folder.parent.glob(f".{folder.name}.wandb-*"))
+        assert len(kept) == attempt
+        assert (kept[-1] / offline.name / "run-abc.wandb").read_bytes() == b"history"
+        if attempt == 1:
+            completed_run(runs)
+            offline.mkdir(parents=True)
+            (offline / "run-abc.wandb").write_bytes(b"history")

@@ -295,6 +295,7 @@ def _existing(run: Run, force: bool, composed: Composed) -> dict[str, Any] | Non
         for path in (run.last_checkpoint, run.best_checkpoint):
             if composed.kind == "supervised" and path.exists() and _damaged_checkpoint(path):
                 run.set_aside(path)
+        keep_offline_wandb(run)
         kept = run.clear(KEPT)
         if kept:
             print(f"{run.path}: starting afresh; kept {len(kept)} damaged file(s) ({', '.join(p.name for p in kept)})",
@@ -312,6 +313,26 @@ def _existing(run: Run, force: bool, composed: Composed) -> dict[str, Any] | Non
         print(f"{run.path}: {problem}; kept as {aside.name}; {then}; {force_hint('starts afresh')}", flush=True)
         return None
     return run.read_results()
+
+
+def keep_offline_wandb(run: Run) -> Path | None:
+    """``--force`` starts a run afresh; the W&B runs its earlier attempts wrote offline (``<run>/wandb/
+    offline-run-*``, perhaps never uploaded) are moved out of it first, not deleted: to a hidden folder beside the
+    run (``.<run id>.wandb-<time>``), where ``make sync`` still finds them. Returns that folder, or None."""
+    wandb_dir = run.path / "wandb"
+    offline = sorted(wandb_dir.glob("offline-run-*"))
+    if not offline:
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = run.path.parent / f".{run.path.name}.wandb-{stamp}"
+    n = 1
+    while target.exists():  # two forced starts within a second
+        n += 1
+        target = run.path.parent / f".{run.path.name}.wandb-{stamp}-{n}"
+    wandb_dir.rename(target)
+    print(f"{run.path}: starting afresh; its {len(offline)} offline W&B run(s) are kept in {target} "
+          "(make sync uploads them)", flush=True)
+    return target
 
 
 def already_completed(run: Run, composed: Composed, force: bool) -> bool:
