@@ -153,3 +153,21 @@ def test_force_keeps_the_offline_wandb_runs_of_the_run_it_clears(env, tmp_path, 
             completed_run(runs)
             offline.mkdir(parents=True)
             (offline / "run-abc.wandb").write_bytes(b"history")
+
+
+@pytest.mark.parametrize(("kind", "marker", "epochs"), [("stepwise", "train/loss", 3),
+                                                       ("supervised", "train/examples_per_s", 4)])
+def test_an_unfinished_attempt_records_how_far_its_curve_reached(tmp_path, kind, marker, epochs):
+    from harness.runners.launch import record_progress
+    from harness.runs import CurveWriter, Run
+
+    run = Run(tmp_path / "run")
+    run.path.mkdir()
+    curve = CurveWriter(run.metrics_path)
+    curve.append(10, 2, {marker: 1.0})
+    curve.append(20, 3, {marker: 0.5})
+    curve.append(20, 3, {"val/acc": 0.4})
+    curve.flush()
+    results = {"status": "interrupted", "steps": 0, "attempts": [{"status": "interrupted"}]}
+    record_progress(run, results, kind)
+    assert results["steps"] == 20 and results["epochs"] == epochs and results["attempts"][-1]["steps"] == 20

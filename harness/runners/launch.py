@@ -533,15 +533,18 @@ def remove_leftover_temporaries(run: Run) -> None:
               f"({', '.join(sorted(p.name for p in removed))})", flush=True)
 
 
-def record_progress(run: Run, results: dict[str, Any]) -> None:
-    """For an unfinished supervised attempt: the step and epochs its curve (``metrics.csv``) reached, as a completed
-    run records them (the last epoch row), in ``steps``/``epochs`` and in the attempt's record."""
+def record_progress(run: Run, results: dict[str, Any], kind: str = "supervised") -> None:
+    """For an unfinished supervised or stepwise attempt: the step and epochs its curve (``metrics.csv``) reached,
+    as a completed run records them, in ``steps``/``epochs`` and in the attempt's record. Supervised: the last
+    epoch row (epochs counted from 1); stepwise: the last training row (its epochs are the validations done)."""
     if results.get("status") == "completed" or not run.metrics_path.exists() or curve_damage(run.metrics_path):
         return
-    rows = [row for row in CurveWriter(run.metrics_path).rows if "train/examples_per_s" in row]
+    marker = "train/examples_per_s" if kind == "supervised" else "train/loss"
+    rows = [row for row in CurveWriter(run.metrics_path).rows if marker in row]
     if not rows:
         return
-    reached = {"steps": int(rows[-1]["step"]), "epochs": int(rows[-1]["epoch"]) + 1}
+    epochs = int(rows[-1]["epoch"]) + (1 if kind == "supervised" else 0)
+    reached = {"steps": int(rows[-1]["step"]), "epochs": epochs}
     results.update(reached)
     attempts = results.get("attempts")
     if isinstance(attempts, list) and attempts and isinstance(attempts[-1], dict):
@@ -639,8 +642,8 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
             raise
         finally:
             with signals_deferred() as deferred:  # a second Ctrl-C waits until the final status is stored
-                if composed.kind == "supervised" and cfg.protocol.name == "single":
-                    record_progress(run, results)
+                if composed.kind == "stepwise" or (composed.kind == "supervised" and cfg.protocol.name == "single"):
+                    record_progress(run, results, composed.kind)
                 _finish(run, results, previous_wall + time.perf_counter() - started)
             try:
                 tracker.summary(results.get("metrics") or {})
