@@ -508,7 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default=None,
                    help="the reference store (default: results/ in the repository; '' for none); a folder named "
                         "here must exist")
-    p.add_argument("--out", default="reports/out")
+    p.add_argument("--out", default="reports/out",
+                   help="the site's folder (default: reports/out, under the current folder); each build replaces it "
+                        "as a whole, so it must be absent, empty or a folder an earlier build wrote")
     p.add_argument("--jobs", type=int, default=None,
                    help="processes that draw the run pages (default: the CPUs available)")
     p.set_defaults(func=cmd_report)

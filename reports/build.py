@@ -65,28 +65,6 @@ def _number(value: Any, unit: str = "", decimals: int = 1) -> str:
     return f"{tables.fmt(value, decimals)}{unit}" if isinstance(value, int | float) else "–"
 
 
-def _progress(run: RunRecord) -> dict[str, Any]:
-    """Steps and epochs: from ``results.json``, which a run still running (or killed) has not brought up to date,
-    so for such a run from its curves so far."""
-    progress = {"steps": run.results.get("steps", "–"), "epochs": run.results.get("epochs", "–")}
-    curves = run.curves
-    if curves is None or curves.empty or run.status == "completed":
-        return progress
-    for key, column in (("steps", "step"), ("epochs", "epoch")):
-        if column not in curves or not curves[column].notna().any():
-            continue
-        reached = int(curves[column].max())
-        recorded = run.results.get(key)
-        if run.status == "running":
-            progress[key] = f"{reached:,} (its curves so far)"
-        elif not isinstance(recorded, int | float) or reached > recorded:  # a diverged or failed run ends at 0
-            progress[key] = f"{reached:,} (its curves, up to where it {_ENDED.get(run.status, 'ended')})"
-    return progress
-
-
-_ENDED = {"diverged": "diverged", "failed": "failed", "interrupted": "was interrupted"}
-
-
 def _run_info(run: RunRecord) -> dict[str, Any]:
     """The run page's summary table (steps, best checkpoint, timing, provenance)."""
     results = run.results
@@ -95,10 +73,10 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
     best = results.get("best") if isinstance(results.get("best"), dict) else None
     throughput = results.get("throughput") if isinstance(results.get("throughput"), dict) else {}
     return {
-        **_progress(run),
+        **tables.progress(run),
         "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at step {best.get('step')}, "
                 f"epoch {best.get('epoch')}" if best else "–",
-        "wall": _number(results.get("wall_time_s"), " s"),
+        "wall": tables.wall_time(run, _number(results.get("wall_time_s"), " s")),
         "throughput": ", ".join(f"{k} = {tables.fmt(v, 1)}" for k, v in sorted(throughput.items())) or "–",
         "data_source": results.get("data_source") or "–", "device": results.get("device") or "–",
         "commit": git.get("commit") or "unknown",
@@ -201,6 +179,14 @@ def _error_page(env: Environment, nav: list[dict[str, str]], root: str, what: st
         error_text=f"{what} could not be rendered ({type(exc).__name__}: {exc})")
 
 
+def _no_runs_message(stores: list[dict[str, Any]]) -> str:
+    """The index's line when no store holds a run: each store read, and whether it exists or is empty."""
+    if not stores:
+        return "No runs: no store was given."
+    return "No runs: " + "; ".join(
+        f"{s['label']} {s['path']} " + ("holds no runs yet" if s["exists"] else "does not exist") for s in stores) + "."
+
+
 def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dict[str, Any]],
                 files_root: Path = FILES_ROOT, jobs: int = 1) -> dict[str, str]:
     """Every page of the site: relative path -> HTML text (the run pages in ``jobs`` processes). A page that fails
@@ -219,8 +205,7 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
     matrix = tables.matrix(runs, papers)
     render("index.html", "", "the index", "index.html",
            title=SITE_TITLE, runs_found=bool(runs),
-           no_runs_message="No runs: " + (" and ".join(f"{s['label']} {s['path']}" for s in stores) or "no store")
-           + (" do not exist." if not present else " hold no runs yet."),
+           no_runs_message=_no_runs_message(stores),
            stores=[{"label": s["label"], "path": s["path"], "n": sum(r.origin == s["origin"] for r in runs)}
                    for s in present] or [{"label": "the run store", "path": stores[0]["path"] if stores else "–",
                                           "n": 0}],
@@ -312,6 +297,22 @@ def check_named_store(path: Path | None, flag: str) -> None:
         raise UserError(f"{flag} {path}: no such folder" + (" (it is a file)" if Path(path).exists() else ""))
 
 
+_LEVELS = ("a run folder", "a model's folder", "a task's folder")
+
+
+def check_store_root(path: Path | None, named_as: str) -> None:
+    """A one-line UserError when a store the user named holds no ``<task>/<model>/<run_id>/results.json`` but is
+    a folder inside a store (a task's, a model's or a run's): its runs would be left out without a word.
+    ``named_as``: how the user named it, with its separator (``"--runs-dir "``, ``"HARNESS_RUNS_DIR="``)."""
+    if path is None or not Path(path).is_dir() or next(Path(path).glob("*/*/*/results.json"), None):
+        return
+    for depth, what in enumerate(_LEVELS):
+        if next(Path(path).glob("/".join(["*"] * depth + ["results.json"])), None):
+            root = Path(path).resolve().parents[len(_LEVELS) - 1 - depth]
+            raise UserError(f"{named_as}{path} is {what} of a run store, which the report does not read: "
+                            f"name the store itself, e.g. {named_as}{root}")
+
+
 def _replace_site(staging: Path, out_dir: Path) -> None:
     if out_dir.exists():
         _check_out(out_dir)
@@ -378,7 +379,10 @@ def _results_dir(given: Path | None) -> tuple[Path | None, bool]:
 def _note_missing_stores(runs_dir: Path, results_dir: Path | None) -> None:
     """A note on stderr when a store is missing: none at all (the index says there are no runs), or the run
     store (the report shows the reference runs only)."""
-    if not runs_dir.is_dir() and (results_dir is None or not results_dir.is_dir()):
+    if not runs_dir.is_dir() and results_dir is None:  # --results-dir '': no reference store was asked for
+        print(f"report: {runs_dir} does not exist and no reference store was read; the index says there are no runs",
+              file=sys.stderr)
+    elif not runs_dir.is_dir() and not results_dir.is_dir():
         print(f"report: neither {runs_dir} nor the reference store exists; the index says there are no runs",
               file=sys.stderr)
     elif not runs_dir.is_dir():
@@ -399,6 +403,9 @@ def report(runs_dir: Path | None, out_dir: Path, results_dir: Path | None = None
     results_dir, named_results = _results_dir(results_dir)
     check_named_store(runs_dir if named_runs else None, "--runs-dir")
     check_named_store(results_dir if named_results else None, "--results-dir")
+    check_store_root(runs_dir, "--runs-dir " if named_runs or "HARNESS_RUNS_DIR" not in os.environ
+                     else "HARNESS_RUNS_DIR=")
+    check_store_root(results_dir if named_results else None, "--results-dir ")
     check_named_store(Path(papers_dir), "--papers-dir")  # a typo here would drop every paper page silently
     check_named_store(Path(files_root), "--files-root")
     try:

@@ -12,7 +12,8 @@ config key of our runs to what the paper's number was measured under::
 
 A run matches when its resolved config satisfies every entry. The report colours a published cell only
 against matching runs that are not stale; every other run of the row's task and model appears beside it,
-labelled with the settings that differ (``n 6 ≠ 9``), never as a match.
+labelled with the settings that differ (``n 6 ≠ 9``), never as a match. A run of the ``smoke`` profile (a few
+batches) matches no published number.
 """
 
 from __future__ import annotations
@@ -111,10 +112,18 @@ def other_sets_read(run: RunRecord) -> list[str]:
     return [name for name in sets_read(run) if name != named]
 
 
+SMOKE = "smoke"
+"""The profile of a few batches and epochs, evaluated on a sample of the test set (``harness/profiles/smoke.yaml``):
+a check that a pair runs, never a number to set beside a published one, whatever the paper's settings."""
+
+
 def differences(run: RunRecord, settings: dict[str, Any]) -> list[str]:
     """The settings the run does not share, as ``"<key> <ours> ≠ <paper's>"`` (short key names). A run that
-    read files of another data set than its config names does not share ``task.data_set``."""
+    read files of another data set than its config names does not share ``task.data_set``; a run of the smoke
+    profile shares no published number's settings."""
     out = []
+    if run.profile == SMOKE:
+        out.append(f"profile {SMOKE} (a few batches) ≠ a full run")
     for key, want in settings.items():
         have = cfg_get(run.config, key, _ABSENT)
         if not _satisfied(have, want):

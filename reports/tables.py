@@ -198,6 +198,35 @@ def rankings(runs: list[RunRecord]) -> list[dict[str, Any]]:
     return ranked
 
 
+def progress(run: RunRecord) -> dict[str, Any]:
+    """Steps and epochs: from ``results.json``, which a run still running (or killed) has not brought up to date,
+    so for such a run from its curves so far."""
+    found = {"steps": run.results.get("steps", "–"), "epochs": run.results.get("epochs", "–")}
+    curves = run.curves
+    if curves is None or curves.empty or run.status == "completed":
+        return found
+    for key, column in (("steps", "step"), ("epochs", "epoch")):
+        if column not in curves or not curves[column].notna().any():
+            continue
+        reached = int(curves[column].max())
+        recorded = run.results.get(key)
+        if run.status == "running":
+            found[key] = f"{reached:,} (its curves so far)"
+        elif not isinstance(recorded, int | float) or reached > recorded:  # a diverged or failed run ends at 0
+            found[key] = f"{reached:,} (its curves, up to where it {_ENDED.get(run.status, 'ended')})"
+    return found
+
+
+_ENDED = {"diverged": "diverged", "failed": "failed", "interrupted": "was interrupted"}
+
+
+def wall_time(run: RunRecord, text: str) -> str:
+    """``text`` (the recorded wall time, formatted), or "–" for a running (or killed) run that has recorded none
+    yet: ``results.json`` holds 0 s until an attempt ends, which is not how long it has run."""
+    wall = run.results.get("wall_time_s")
+    return "–" if run.status == "running" and (not isinstance(wall, int | float) or wall == 0) else text
+
+
 def run_row(run: RunRecord, head: Headline = TEST_ACC) -> dict[str, Any]:
     """One line of the index's runs table; ``acc`` is the headline metric (test/acc unless RL)."""
     acc = run.metric(head.metric)
@@ -208,8 +237,8 @@ def run_row(run: RunRecord, head: Headline = TEST_ACC) -> dict[str, Any]:
         "stale": run.is_stale,
         "variant": variant_label(run) if run.status != "unreadable" else "–",
         "acc": fmt(head.scale * acc) if acc is not None else "–",
-        "steps": run.results.get("env_steps" if run.is_rl and "env_steps" in run.results else "steps", "–"),
-        "wall": fmt(float(wall), 0) if isinstance(wall, int | float) else "–",
+        "steps": run.results["env_steps"] if run.is_rl and "env_steps" in run.results else progress(run)["steps"],
+        "wall": wall_time(run, fmt(float(wall), 0) if isinstance(wall, int | float) else "–"),
         "finished": run.results.get("finished_at") or "–",
     }
 

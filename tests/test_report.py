@@ -320,7 +320,7 @@ def test_missing_store_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str
     monkeypatch.setenv("HARNESS_RUNS_DIR", str(tmp_path / "nope"))
     assert main(["--results-dir", "", "--out", str(out), "--files-root", str(tmp_path)]) == 0
     captured = capsys.readouterr()
-    assert "nor the reference store exists" in captured.err
+    assert "does not exist and no reference store was read" in captured.err
     assert captured.out.splitlines()[-1] == f"index: {out / 'index.html'}"
     assert f"wrote {len(list(out.rglob('*.html')))} pages in {out}: the index, " in captured.out
     index = (out / "index.html").read_text()
