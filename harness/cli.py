@@ -312,7 +312,7 @@ def _run_status(row: dict) -> str:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from harness.provenance import stale_run_files
-    from harness.runs import index
+    from harness.runs import check_store_root, default_runs_dir, index
 
     if args.reference:
         from harness.publish import RESULTS_DIR
@@ -321,6 +321,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     watched = _source_files(args.imports) if args.imports else []
     if args.imports and not watched:
         return 0
+    if not args.reference:
+        named_as = "--runs-dir " if args.runs_dir or "HARNESS_RUNS_DIR" not in os.environ else "HARNESS_RUNS_DIR="
+        check_store_root(Path(args.runs_dir) if args.runs_dir else default_runs_dir(), named_as)
     stored = index(Path(args.runs_dir) if args.runs_dir else None)
     _check_listed_name("task", args.task, stored)
     _check_listed_name("model", args.model, stored)

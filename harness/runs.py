@@ -197,6 +197,24 @@ class Run:
         return kept
 
 
+_LEVELS = ("a run folder", "a model's folder", "a task's folder")
+
+
+def check_store_root(path: Path | None, named_as: str) -> None:
+    """A one-line UserError when a store the user named holds no ``<task>/<model>/<run_id>/results.json`` but is
+    a folder inside a store (a task's, a model's or a run's): its runs would be left out without a word.
+    ``named_as``: how the user named it, with its separator (``"--runs-dir "``, ``"HARNESS_RUNS_DIR="``)."""
+    from harness.errors import UserError
+
+    if path is None or not Path(path).is_dir() or next(Path(path).glob("*/*/*/results.json"), None):
+        return
+    for depth, what in enumerate(_LEVELS):
+        if next(Path(path).glob("/".join(["*"] * depth + ["results.json"])), None):
+            root = Path(path).resolve().parents[len(_LEVELS) - 1 - depth]
+            raise UserError(f"{named_as}{path} is {what} of a run store, not a store: "
+                            f"name the store itself, e.g. {named_as}{root}")
+
+
 def is_atomic_temporary(path: Path) -> bool:
     """Whether ``path`` is named as :func:`atomic_write` names its temporary files (``tempfile.mkstemp`` with
     prefix ``.NAME.`` and suffix ``.tmp``: eight characters of its alphabet between them)."""

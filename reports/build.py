@@ -37,7 +37,7 @@ from markupsafe import Markup
 
 from harness.errors import UserError
 from harness.paths import check_can_create_in
-from harness.runs import default_runs_dir
+from harness.runs import check_store_root, default_runs_dir
 from reports import figures, tables
 from reports.floors import dead_floor, load_floor
 from reports.papers import PaperSpec, load_papers
@@ -295,22 +295,6 @@ def check_named_store(path: Path | None, flag: str) -> None:
     give a report that silently leaves its runs out."""
     if path is not None and not Path(path).is_dir():
         raise UserError(f"{flag} {path}: no such folder" + (" (it is a file)" if Path(path).exists() else ""))
-
-
-_LEVELS = ("a run folder", "a model's folder", "a task's folder")
-
-
-def check_store_root(path: Path | None, named_as: str) -> None:
-    """A one-line UserError when a store the user named holds no ``<task>/<model>/<run_id>/results.json`` but is
-    a folder inside a store (a task's, a model's or a run's): its runs would be left out without a word.
-    ``named_as``: how the user named it, with its separator (``"--runs-dir "``, ``"HARNESS_RUNS_DIR="``)."""
-    if path is None or not Path(path).is_dir() or next(Path(path).glob("*/*/*/results.json"), None):
-        return
-    for depth, what in enumerate(_LEVELS):
-        if next(Path(path).glob("/".join(["*"] * depth + ["results.json"])), None):
-            root = Path(path).resolve().parents[len(_LEVELS) - 1 - depth]
-            raise UserError(f"{named_as}{path} is {what} of a run store, which the report does not read: "
-                            f"name the store itself, e.g. {named_as}{root}")
 
 
 def _replace_site(staging: Path, out_dir: Path) -> None:

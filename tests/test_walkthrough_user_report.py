@@ -100,3 +100,14 @@ def test_a_folder_inside_a_store_is_refused_with_the_store_to_name(
     assert main(["--runs-dir", str(runs), "--results-dir", str(runs / inside), "--out", str(out)]) == 2
     assert capsys.readouterr().err.strip().endswith(f"e.g. --results-dir {runs.resolve()}")
     assert not out.exists()
+
+
+def test_runs_refuses_a_task_folder_named_as_the_store(tmp_path, capsys):
+    from harness.cli import main
+
+    run = tmp_path / "store" / "babi" / "lstm" / "babi-lstm-smoke-s0-00000000"
+    run.mkdir(parents=True)
+    (run / "results.json").write_text('{"run_id": "babi-lstm-smoke-s0-00000000", "status": "completed"}')
+    assert main(["runs", "--runs-dir", str(tmp_path / "store" / "babi")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a task's folder of a run store" in err[0] and str(tmp_path / "store") in err[0]
