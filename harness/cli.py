@@ -312,7 +312,7 @@ def _run_status(row: dict) -> str:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from harness.provenance import stale_run_files
-    from harness.runs import check_store_root, default_runs_dir, index
+    from harness.runs import check_store_root, default_runs_dir, index, store_named_as
 
     if args.reference:
         from harness.publish import RESULTS_DIR
@@ -322,8 +322,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if args.imports and not watched:
         return 0
     if not args.reference:
-        named_as = "--runs-dir " if args.runs_dir or "HARNESS_RUNS_DIR" not in os.environ else "HARNESS_RUNS_DIR="
-        check_store_root(Path(args.runs_dir) if args.runs_dir else default_runs_dir(), named_as)
+        store = Path(args.runs_dir) if args.runs_dir else default_runs_dir()
+        check_store_root(store, store_named_as(bool(args.runs_dir)))
     stored = index(Path(args.runs_dir) if args.runs_dir else None)
     _check_listed_name("task", args.task, stored)
     _check_listed_name("model", args.model, stored)
@@ -424,8 +424,9 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() not in ("", "0", "false", "no")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with the harness's way of reporting a mistake: one line, exit code 2 (subcommands inherit it)."""
+class HarnessParser(argparse.ArgumentParser):
+    """argparse with the harness's way of reporting a mistake: one line, exit code 2 (subcommands inherit it;
+    the benchmarks' own command lines use it too)."""
 
     def error(self, message: str) -> NoReturn:
         choice = re.fullmatch(r"argument (.+?): invalid choice: '(.*)' \(choose from (.*)\)", message)
@@ -465,16 +466,16 @@ class _Parser(argparse.ArgumentParser):
         """The innermost parser that the command line chose (``harness data babi``: that subcommand's)."""
         dest, choices = self._subcommands()
         chosen = choices.get(str(getattr(parsed, dest, ""))) if dest else None
-        return chosen._chosen(parsed) if isinstance(chosen, _Parser) else self
+        return chosen._chosen(parsed) if isinstance(chosen, HarnessParser) else self
 
     def _parsers(self) -> list[argparse.ArgumentParser]:
         """This parser and every subcommand's, depth first."""
         nested = self._subcommands()[1].values()
-        return [self, *(q for p in nested for q in (p._parsers() if isinstance(p, _Parser) else [p]))]
+        return [self, *(q for p in nested for q in (p._parsers() if isinstance(p, HarnessParser) else [p]))]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="harness", description=__doc__.splitlines()[0])
+    parser = HarnessParser(prog="harness", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="tasks, models and the task x model matrix").set_defaults(func=cmd_list)
     for name, func, text in (("bench", cmd_bench, "train and test one (task, model) pair"),

@@ -197,6 +197,12 @@ class Run:
         return kept
 
 
+def store_named_as(given: bool) -> str:
+    """How the user named the run store, for a message that quotes it: ``--runs-dir `` when the flag was
+    ``given`` (or nothing named it: the default), ``HARNESS_RUNS_DIR=`` when the environment did."""
+    return "--runs-dir " if given or "HARNESS_RUNS_DIR" not in os.environ else "HARNESS_RUNS_DIR="
+
+
 _LEVELS = ("a run folder", "a model's folder", "a task's folder")
 
 

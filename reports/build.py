@@ -37,7 +37,7 @@ from markupsafe import Markup
 
 from harness.errors import UserError
 from harness.paths import check_can_create_in
-from harness.runs import check_store_root, default_runs_dir
+from harness.runs import check_store_root, default_runs_dir, store_named_as
 from reports import figures, tables
 from reports.floors import dead_floor, load_floor
 from reports.papers import PaperSpec, load_papers
@@ -387,8 +387,7 @@ def report(runs_dir: Path | None, out_dir: Path, results_dir: Path | None = None
     results_dir, named_results = _results_dir(results_dir)
     check_named_store(runs_dir if named_runs else None, "--runs-dir")
     check_named_store(results_dir if named_results else None, "--results-dir")
-    check_store_root(runs_dir, "--runs-dir " if named_runs or "HARNESS_RUNS_DIR" not in os.environ
-                     else "HARNESS_RUNS_DIR=")
+    check_store_root(runs_dir, store_named_as(named_runs))
     check_store_root(results_dir if named_results else None, "--results-dir ")
     check_named_store(Path(papers_dir), "--papers-dir")  # a typo here would drop every paper page silently
     check_named_store(Path(files_root), "--files-root")

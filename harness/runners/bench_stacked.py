@@ -37,13 +37,14 @@ import argparse
 import json
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
 import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from harness.cli import HarnessParser
 from harness.config import compose
 from harness.optim import build_optimizer
 from harness.registry import load_entry
@@ -202,13 +203,6 @@ def projections(models: dict[str, Any], on_gpu: bool = False) -> dict[str, float
     return hours
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse reporting a mistake as the harness does: one line, exit code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
-
-
 def _at_least(low: int) -> Callable[[str], int]:
     """An argparse type: an integer of at least ``low``."""
 
@@ -225,7 +219,7 @@ def _at_least(low: int) -> Callable[[str], int]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = _Parser(prog="python -m harness.runners.bench_stacked", description=__doc__.split("\n\n")[0])
+    parser = HarnessParser(prog="python -m harness.runners.bench_stacked", description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument(
         "--ks", nargs="+", type=_at_least(1), default=[1, 3, 4, 16], help="stack sizes (3: one cell's seeds)"

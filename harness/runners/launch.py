@@ -360,13 +360,11 @@ def restore_config(run: Run, composed: Composed) -> None:
     """Write a completed run's ``config.yaml`` again when it is missing or damaged (retest, predict and publish need
     it), from the command's config: the run id hashes the whole resolved config, so it is the one the run trained
     with. A damaged file is set aside first (renamed, never deleted); one line says what was done."""
-    from harness.runners.retest import stored_config
+    from harness.runners.retest import read_config
 
-    try:
-        stored_config(run, "read")
+    problem = read_config(run.config_path)[1]
+    if problem is None:
         return
-    except UserError as exc:
-        problem = str(exc).split("; the run cannot be")[0]
     try:
         aside = run.set_aside(run.config_path) if run.config_path.exists() else None
         config_lib.save(composed.cfg, run.config_path)

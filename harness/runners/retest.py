@@ -41,34 +41,42 @@ REWRITE = " (the bench command that trained it writes it again)"  # launch.resto
 
 def stored_config(run: Run, doing: str) -> dict[str, Any]:
     """A run's config.yaml as a plain mapping; a one-line UserError naming the file when it is missing, does not
-    parse, or lacks the task and model names the run is composed again from."""
-    path = run.config_path
+    parse, or lacks the task and model names the run is composed again from (:func:`read_config`)."""
+    stored, problem = read_config(run.config_path)
+    if problem is not None:
+        raise UserError(f"{problem}; the run cannot be {doing}{REWRITE}")
+    return stored
+
+
+def read_config(path: Path) -> tuple[dict[str, Any], str | None]:
+    """A run's config.yaml as a plain mapping and None, or ({}, what is wrong with the file, naming it): missing,
+    not parsing, not a mapping, or without the task and model names."""
     try:
         stored = OmegaConf.to_container(OmegaConf.load(path))
     except FileNotFoundError:
-        raise UserError(f"{path}: no such file; the run cannot be {doing}{REWRITE}") from None
+        return {}, f"{path}: no such file"
     except (OSError, UnicodeDecodeError, yaml.YAMLError, OmegaConfBaseException) as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserError(f"{path} is damaged ({type(exc).__name__}: {problem}); the run cannot be "
-                        f"{doing}{REWRITE}") from None
+        return {}, f"{path} is damaged ({type(exc).__name__}: {problem})"
     if not isinstance(stored, dict):
-        raise UserError(f"{path} is damaged (holds a {type(stored).__name__}, not a mapping); the run cannot be "
-                        f"{doing}{REWRITE}")
+        return {}, f"{path} is damaged (holds a {type(stored).__name__}, not a mapping)"
     missing = [f"{section}.name" for section in ("task", "model")
                if not isinstance(stored.get(section), dict) or not isinstance(stored[section].get("name"), str)]
     if missing:
-        raise UserError(f"{path} is damaged (no {' or '.join(missing)}); the run cannot be {doing}{REWRITE}")
-    return stored
+        return {}, f"{path} is damaged (no {' or '.join(missing)})"
+    return stored, None
 
 
 # The settings a retest may change: what the task tests on, never what the run trained on (a Relations Game run
 # retested with another task.tasks would report another relation's images under its own split names).
-TEST_SETTINGS = ("task.test_*", "task.real_sets", "task.n_test", "task.generator_test_questions")
+_TEST_PREFIX = "task.test_"
+_TEST_KEYS = ("task.real_sets", "task.n_test", "task.generator_test_questions")
+TEST_SETTINGS = (f"{_TEST_PREFIX}*", *_TEST_KEYS)
 
 
 def is_test_setting(key: str) -> bool:
     """Whether the config key ``key`` is one of :data:`TEST_SETTINGS`."""
-    return (key.startswith("task.test_") and len(key) > len("task.test_")) or key in TEST_SETTINGS[1:]
+    return (key.startswith(_TEST_PREFIX) and key != _TEST_PREFIX) or key in _TEST_KEYS
 
 
 def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
