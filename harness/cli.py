@@ -8,6 +8,7 @@ A user's mistake (:class:`harness.errors.UserError`) prints one line and exits w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shlex
@@ -299,59 +300,37 @@ def _headline(metrics: dict) -> str:
     return "  ".join(f"{k}={v:.4f}" for k, v in shown if isinstance(v, int | float))
 
 
-GONE = "running (its process is gone: killed?)"  # `harness runs`: a run whose process on this host has ended
-
-
-def _run_status(row: dict) -> str:
-    """A run's status for the listing: a ``running`` run whose process on this host has ended (a kill) is marked
-    so; one run from another host stays ``running`` (its process cannot be checked from here)."""
-    from harness.runs import owner_state
-
-    return GONE if owner_state(row) == "gone" else str(row.get("status"))
-
-
 def cmd_runs(args: argparse.Namespace) -> int:
-    from harness.provenance import stale_run_files
-    from harness.runs import check_store_root, default_runs_dir, index, store_named_as
+    from harness.runs import GONE, listed_status, select_runs
 
-    if args.reference:
-        from harness.publish import RESULTS_DIR
-
-        args.runs_dir = str(RESULTS_DIR)
-    watched = _source_files(args.imports) if args.imports else []
+    exporting = args.format != "table"
+    with contextlib.redirect_stdout(sys.stderr if exporting else sys.stdout):  # stdout: the records only
+        watched = _source_files(args.imports) if args.imports else []
     if args.imports and not watched:
-        return 0
-    if not args.reference:
-        store = Path(args.runs_dir) if args.runs_dir else default_runs_dir()
-        check_store_root(store, store_named_as(bool(args.runs_dir)))
-    stored = index(Path(args.runs_dir) if args.runs_dir else None)
-    _check_listed_name("task", args.task, stored)
-    _check_listed_name("model", args.model, stored)
-    rows = [r for r in stored
-            if (not args.task or r.get("task") == args.task) and (not args.model or r.get("model") == args.model)]
-    stale = {str(r.get("run_id")): stale_run_files(r) for r in rows}
-    everything = len(rows)
-    if args.imports:
-        from harness.rerun import imported
+        return _export_runs([], args.format, None) if exporting else 0
+    listing = select_runs(args.runs_dir, reference=args.reference, task=args.task, model=args.model,
+                          stale=args.stale, imports=watched)
+    rows, stale, everything = listing.rows, listing.stale, listing.everything
+    none_listed = ("no runs found" if not (args.imports or args.stale) else
+                   f"none of the {everything} runs {'imported ' + ', '.join(watched) if args.imports else 'is stale'}")
+    if exporting:
+        from harness.runs import run_records
 
-        rows = [r for r in rows if imported(r, watched)]
-    if args.stale:
-        rows = [r for r in rows if stale[str(r.get("run_id"))]]
+        return _export_runs(run_records(listing), args.format, none_listed)
     if not rows:
-        print("no runs found" if not (args.imports or args.stale) else
-              f"none of the {everything} runs {'imported ' + ', '.join(watched) if args.imports else 'is stale'}")
+        print(none_listed)
         return 0
-    statuses = [_run_status(row) for row in rows]  # each a process check: once per run
+    statuses = [listed_status(row) for row in rows]  # each a process check: once per run
     table = [["run_id", "status", "held-out metrics"]]
     for row, status in zip(rows, statuses, strict=True):
-        shown = status + (", stale" if stale[str(row.get("run_id"))] else "")
+        shown = status + (", stale" if stale[row["path"]] else "")
         table.append([str(row.get("run_id")), shown, _headline(row.get("metrics") or {})])
     print(_table(table))
     gone = statuses.count(GONE)
     if gone:
         print(f"{gone} run(s) say running but their process has ended (killed): the command that started each "
               "resumes it from its last checkpoint")
-    stale_count = sum(bool(stale[str(row.get("run_id"))]) for row in rows)
+    stale_count = sum(bool(stale[row["path"]]) for row in rows)
     if args.imports:
         from harness.rerun import wall_hours
 
@@ -368,15 +347,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_listed_name(what: str, name: str | None, stored: list[dict]) -> None:
-    """``runs --task``/``--model``: a name the registry does not know and no stored run carries is the user's
-    mistake (a typo would otherwise list nothing, as a name without runs does): a UserError with a did-you-mean."""
-    if name is None or any(row.get(what) == name for row in stored):
-        return
-    if what == "task":
-        REGISTRY.task(name)  # raises for an unknown name
-    else:
-        REGISTRY.model(name)
+def _export_runs(records: list[dict[str, Any]], form: str, none_listed: str | None) -> int:
+    """``runs --format json|csv``: the records (harness.runs.run_records) on stdout, and nothing else there; where
+    there are none, ``none_listed`` (why) on stderr."""
+    from harness.runs import write_records
+
+    if not records and none_listed:
+        print(none_listed, file=sys.stderr)
+    write_records(records, form, sys.stdout)
+    return 0
 
 
 def _source_files(paths: list[str]) -> list[str]:
@@ -404,8 +383,9 @@ def _source_files(paths: list[str]) -> list[str]:
 
 
 def _print_reruns(rows: list[dict], stale: dict[str, list[str]], options: list[str]) -> None:
-    """For each stale run: what changed and the command that runs it again (with ``options`` added to the bench
-    command's own: ``--force`` for a completed run of the user's store, which plain ``bench`` only reports)."""
+    """For each stale run: what changed (``stale``, by run directory) and the command that runs it again (with
+    ``options`` added to the bench command's own: ``--force`` for a completed run of the user's store, which plain
+    ``bench`` only reports)."""
     from harness.rerun import reproduce, wall_hours
 
     print(f"\nrerun ({wall_hours(rows):.1f} h of wall time in all), then `harness publish <run_id>` for a "
@@ -416,7 +396,7 @@ def _print_reruns(rows: list[dict], stale: dict[str, list[str]], options: list[s
             head, sep, tail = command.partition(" -- ")
             command = " ".join([head, *(shlex.quote(option) for option in options)]) + sep + tail
         minutes = float(row.get("wall_time_s") or 0.0) / 60.0
-        print(f"  {row.get('run_id')} ({minutes:.1f} min; changed: {', '.join(stale[str(row.get('run_id'))])})")
+        print(f"  {row.get('run_id')} ({minutes:.1f} min; changed: {', '.join(stale[row['path']])})")
         print(f"    {command or 'cannot be composed again: ' + note}" + (f"  # {note}" if command and note else ""))
 
 
@@ -527,6 +507,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only the stale runs, with the files that changed and the command that reruns each")
     p.add_argument("--imports", nargs="+", metavar="FILE", default=None,
                    help="only the runs that imported these source files: the runs a change to them would make stale")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                   help="table (default), or json or csv: one record per run on stdout (setting, status, progress, "
+                        "held-out metrics) for pandas, R or a spreadsheet, e.g. harness runs --format csv > runs.csv")
     p.set_defaults(func=cmd_runs)
     p = sub.add_parser("publish", help="copy completed runs into the tracked reference store (results/)")
     p.add_argument("runs", nargs="+", help="run ids (from `harness runs`) or run directories")

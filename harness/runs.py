@@ -20,18 +20,22 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import re
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from harness.provenance import attempt_record
+
+if TYPE_CHECKING:
+    from reports.store import RunRecord
 
 KEPT = ".damaged-"  # the mark of a file set aside because it could not be read (Run.set_aside)
 SCHEMA_VERSION = 2  # 2: attempts is a list of per-attempt provenance records; code and data fingerprints
@@ -390,3 +394,168 @@ def curve_damage(path: Path) -> str | None:
     except (csv.Error, ValueError, IndexError) as exc:
         return f"it does not parse ({type(exc).__name__})"
     return None
+
+
+# What `harness runs` lists, and its records for other programs (--format json / csv, run_table) --------------------
+
+GONE = "running (its process is gone: killed?)"  # a listed run whose process on this host has ended
+LEADING_COLUMNS = ("run_id", "task", "model", "setting", "profile", "seed", "status", "stale", "error", "steps",
+                   "max_steps", "epochs", "max_epochs", "wall_time_s", "max_time_s", "sweep", "stack", "run_dir")
+"""The fields every exported run record starts with (:func:`run_records`); its held-out metrics follow, sorted."""
+
+
+def listed_status(results: dict[str, Any]) -> str:
+    """A run's status as ``harness runs`` lists it: its ``results.json``'s, except that a ``running`` run whose
+    process on this host has ended (a kill) is :data:`GONE`; one run from another host stays ``running`` (its
+    process cannot be checked from here)."""
+    return GONE if owner_state(results) == "gone" else str(results.get("status"))
+
+
+@dataclass
+class Listing:
+    """The runs ``harness runs`` lists (:func:`select_runs`)."""
+
+    store: Path  # the run store they were read from
+    rows: list[dict[str, Any]]  # their index() rows, sorted by path
+    stale: dict[str, list[str]]  # by run directory (a row's "path"): the source files changed since; [] if none
+    everything: int  # the store's runs of the task and model asked for, before --stale and --imports
+
+
+def select_runs(runs_dir: str | Path | None = None, *, reference: bool = False, task: str | None = None,
+                model: str | None = None, stale: bool = False, imports: Sequence[str] = ()) -> Listing:
+    """The runs ``harness runs`` lists: those of ``runs_dir`` (default: $HARNESS_RUNS_DIR or ./runs) or, with
+    ``reference``, of the shipped reference store (results/); only ``task``'s and ``model``'s where named; with
+    ``stale`` only the stale ones; with ``imports`` (project-relative source paths) only those that imported one of
+    them. A mistake is a one-line UserError: a store named at a folder inside a store, a task or model name that
+    neither the registry nor any stored run knows. A store that does not exist holds no runs."""
+    from harness.provenance import stale_run_files
+
+    if reference:
+        from harness.publish import RESULTS_DIR
+
+        store = Path(RESULTS_DIR)
+    else:
+        store = Path(runs_dir) if runs_dir else default_runs_dir()
+        check_store_root(store, store_named_as(bool(runs_dir)))
+    stored = index(store)
+    check_listed_name("task", task, stored)
+    check_listed_name("model", model, stored)
+    rows = [row for row in stored
+            if (not task or row.get("task") == task) and (not model or row.get("model") == model)]
+    changed = {row["path"]: stale_run_files(row) for row in rows}
+    everything = len(rows)
+    if imports:
+        from harness.rerun import imported
+
+        rows = [row for row in rows if imported(row, list(imports))]
+    if stale:
+        rows = [row for row in rows if changed[row["path"]]]
+    return Listing(store=store, rows=rows, stale=changed, everything=everything)
+
+
+def check_listed_name(what: str, name: str | None, stored: list[dict[str, Any]]) -> None:
+    """``runs --task``/``--model``: a name the registry does not know and no stored run carries is the user's
+    mistake (a typo would otherwise list nothing, as a name without runs does): a UserError with a did-you-mean."""
+    if name is None or any(row.get(what) == name for row in stored):
+        return
+    from harness.registry import REGISTRY
+
+    if what == "task":
+        REGISTRY.task(name)  # raises for an unknown name
+    else:
+        REGISTRY.model(name)
+
+
+def run_table(runs_dir: str | Path | None = None, *, reference: bool = False, task: str | None = None,
+              model: str | None = None, stale: bool = False) -> list[dict[str, Any]]:
+    """The runs ``harness runs`` lists, as plain dicts for a notebook (``pandas.DataFrame(run_table())``): the
+    records ``harness runs --format json`` prints (:func:`run_records`), with the same filters and the same
+    UserError for a mistake."""
+    return run_records(select_runs(runs_dir, reference=reference, task=task, model=model, stale=stale))
+
+
+def run_records(listing: Listing) -> list[dict[str, Any]]:
+    """One record per listed run, every record with the same keys in the same order: :data:`LEADING_COLUMNS`, then
+    each held-out metric any of the runs reports (:func:`exported_metrics`), in natural order (``test_qa2/acc``
+    before ``test_qa10/acc``).
+
+    ``setting``: what the README's tables call it (``task 1, en-10k (files)``; reports.readme.setting). ``status``:
+    as ``harness runs`` lists it (:func:`listed_status`; ``unreadable`` for a results.json that cannot be read, then
+    ``error`` says why); ``stale``: whether the code that computed it has changed since. ``steps`` and ``epochs``:
+    how far it trained (a run that did not complete: as far as its curves got, where they got further than
+    results.json records), of ``max_steps`` (RL: environment steps, ``rl.total_env_steps``; stepwise:
+    ``stepwise.iterations``) and ``max_epochs`` (supervised: ``train.max_epochs``); ``wall_time_s`` of its
+    section's ``max_time_s``. ``sweep``: the sweep that ran it; ``stack``: the run ids it trained with as one
+    stacked computation, space-separated. Numbers are numbers; whatever a run does not record (or records as NaN)
+    is None, never a stand-in value."""
+    from reports.store import load_run, natural_key
+
+    runs = [load_run(Path(row["path"]) / "results.json", listing.store) for row in listing.rows]
+    records = [_record(run, listing.stale.get(row["path"], [])) for run, row in zip(runs, listing.rows, strict=True)]
+    metrics = sorted({key for record in records for key in record["metrics"]}, key=natural_key)
+    return [{**{key: record[key] for key in LEADING_COLUMNS}, **{key: record["metrics"].get(key) for key in metrics}}
+            for record in records]
+
+
+def exported_metrics(run: RunRecord) -> dict[str, float | None]:
+    """A run's held-out metrics (harness.runners.tune.held_out: its test splits', its RL evaluation's, each
+    curriculum stage's) and its long-horizon rollout's (``rollout/step_<t>/acc``, a stepwise run on held-out
+    worlds); a value that is not a finite number is None."""
+    from harness.runners.tune import held_out
+
+    names = [*held_out(run.metrics), *(key for key in run.metrics if key.startswith("rollout/"))]
+    return {name: run.metric(name) for name in names}
+
+
+def _record(run: RunRecord, stale_files: list[str]) -> dict[str, Any]:
+    from harness.runners.tune import SWEEP_TAG
+    from reports.readme import setting
+    from reports.store import cfg_get
+    from reports.tables import curve_progress, recorded_wall_time
+
+    results, reached = run.results, curve_progress(run)
+    section = "rl" if run.is_rl else "stepwise" if run.is_stepwise else "train"
+    planned_steps = {"rl": "rl.total_env_steps", "stepwise": "stepwise.iterations"}.get(section)
+    tags = cfg_get(run.config, "tracking.tags")
+    sweeps = [tag.removeprefix(SWEEP_TAG) for tag in (tags if isinstance(tags, list) else [])
+              if isinstance(tag, str) and tag.startswith(SWEEP_TAG)]
+    stack = results.get("stack")
+    try:
+        shown = setting(run) if run.config else None
+    except (TypeError, ValueError):  # a config too damaged to name its setting
+        shown = None
+    return {
+        "run_id": run.run_id, "task": run.task, "model": run.model,
+        "setting": shown if shown not in ("–", "") else None,
+        "profile": None if run.profile is None else str(run.profile), "seed": _number(run.seed),
+        "status": GONE if run.gone else str(results.get("status") or run.status), "stale": bool(stale_files),
+        "error": None if results.get("error") is None else str(results["error"]),
+        "steps": _number(reached.get("steps", results.get("steps"))),
+        "max_steps": _number(cfg_get(run.config, planned_steps)) if planned_steps else None,
+        "epochs": _number(reached.get("epochs", results.get("epochs"))),
+        "max_epochs": _number(cfg_get(run.config, "train.max_epochs")) if section == "train" else None,
+        "wall_time_s": recorded_wall_time(run), "max_time_s": _number(cfg_get(run.config, f"{section}.max_time_s")),
+        "sweep": sweeps[0] if sweeps else None,
+        "stack": " ".join(map(str, stack)) if isinstance(stack, list) and len(stack) > 1 else None,
+        "run_dir": str(run.path), "metrics": exported_metrics(run),
+    }
+
+
+def _number(value: Any) -> int | float | None:
+    """``value`` where it is a finite number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return value
+
+
+def write_records(records: list[dict[str, Any]], form: str, out: TextIO) -> None:
+    """``records`` (:func:`run_records`) to ``out`` as ``json`` (a list, one record a line) or ``csv`` (a header
+    row, then one row a record; None an empty cell). No record: ``[]``, or the header of :data:`LEADING_COLUMNS`."""
+    if form == "json":
+        out.write("[\n" + ",\n".join(json.dumps(record, allow_nan=False) for record in records) + "\n]\n"
+                  if records else "[]\n")
+        return
+    writer = csv.DictWriter(out, fieldnames=list(records[0]) if records else list(LEADING_COLUMNS),
+                            lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)

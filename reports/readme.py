@@ -27,7 +27,7 @@ from reports.markdown import table as _table
 from reports.papers import PaperSpec, TableSpec, load_papers
 from reports.perf import speed_section
 from reports.readme_cells import mean_of, mean_sd, metric_values, minutes, run_ids
-from reports.readme_world import STREAM_TASKS, world_state_section
+from reports.readme_world import STREAM_TASKS, world_setting, world_state_section
 from reports.settings import differences
 from reports.store import (
     ALL_OPERATIONS,
@@ -486,6 +486,13 @@ def _setting(run: RunRecord) -> str:
     if not isinstance(lr, int | float):
         return "–"
     return f"{cfg_get(run.config, 'rl.optim.name')}, lr {float(lr):.0e}".replace("e-0", "e-")
+
+
+def setting(run: RunRecord) -> str:
+    """What the README's tables call the setting a run ran on, beyond its task's name (``task 1, en-10k (files)``):
+    the matrix's and Long Range Arena's column, the world-state tables' for a stream task; "–" where a task has
+    none to name."""
+    return world_setting(run) if run.task in STREAM_TASKS else _setting(run)
 
 
 def _held_out(run: RunRecord) -> str:

@@ -105,6 +105,12 @@ def _world_setting(run: RunRecord) -> str:
            f"0..{cfg_get(run.config, 'task.instructions')} after, {cfg_get(run.config, 'task.queries')} asked"
 
 
+def world_setting(run: RunRecord) -> str:
+    """What the world-state tables say a run of a stream task ran on: an LSTM recall run's condition, a Game of
+    Life or World of Numbers run's setting."""
+    return _recall_condition(run)[0] if run.task == "lstm_recall" else _world_setting(run)
+
+
 def _groups_at_test(run: RunRecord) -> str:
     """Test accuracy per query group at the training length (e.g. observed / unobserved pixels)."""
     names = sorted({key.split("/")[1] for key in run.metrics

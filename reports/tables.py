@@ -198,33 +198,50 @@ def rankings(runs: list[RunRecord]) -> list[dict[str, Any]]:
     return ranked
 
 
-def progress(run: RunRecord) -> dict[str, Any]:
-    """Steps and epochs: from ``results.json``, which a run still running (or killed) has not brought up to date,
-    so for such a run from its curves so far."""
-    found = {"steps": run.results.get("steps", "–"), "epochs": run.results.get("epochs", "–")}
+def curve_progress(run: RunRecord) -> dict[str, int]:
+    """The steps and epochs (``{"steps": n, "epochs": n}``, either left out) that a run which did not complete
+    reached by its curves, where they stand in for ``results.json``'s: a run still running (or killed) has not
+    brought that up to date, and a diverged or failed run records 0. Empty for a completed run."""
     curves = run.curves
     if curves is None or curves.empty or run.status == "completed":
-        return found
+        return {}
+    found = {}
     for key, column in (("steps", "step"), ("epochs", "epoch")):
         if column not in curves or not curves[column].notna().any():
             continue
         reached = int(curves[column].max())
         recorded = run.results.get(key)
-        if run.status == "running":
-            found[key] = f"{reached:,} (its curves so far)"
-        elif not isinstance(recorded, int | float) or reached > recorded:  # a diverged or failed run ends at 0
-            found[key] = f"{reached:,} (its curves, up to where it {_ENDED.get(run.status, 'ended')})"
+        if run.status == "running" or not isinstance(recorded, int | float) or reached > recorded:
+            found[key] = reached
+    return found
+
+
+def progress(run: RunRecord) -> dict[str, Any]:
+    """Steps and epochs: from ``results.json``, which a run still running (or killed) has not brought up to date,
+    so for such a run from its curves so far (:func:`curve_progress`)."""
+    found = {"steps": run.results.get("steps", "–"), "epochs": run.results.get("epochs", "–")}
+    for key, reached in curve_progress(run).items():
+        found[key] = (f"{reached:,} (its curves so far)" if run.status == "running" else
+                      f"{reached:,} (its curves, up to where it {_ENDED.get(run.status, 'ended')})")
     return found
 
 
 _ENDED = {"diverged": "diverged", "failed": "failed", "interrupted": "was interrupted"}
 
 
+def recorded_wall_time(run: RunRecord) -> float | None:
+    """The wall time ``results.json`` records, in seconds; None where it records no number, or 0 s for a running
+    (or killed) run: ``results.json`` holds 0 s until an attempt ends, which is not how long it has run."""
+    wall = run.results.get("wall_time_s")
+    if not isinstance(wall, int | float) or isinstance(wall, bool) or not math.isfinite(wall):
+        return None
+    return None if run.status == "running" and wall == 0 else float(wall)
+
+
 def wall_time(run: RunRecord, text: str) -> str:
     """``text`` (the recorded wall time, formatted), or "–" for a running (or killed) run that has recorded none
-    yet: ``results.json`` holds 0 s until an attempt ends, which is not how long it has run."""
-    wall = run.results.get("wall_time_s")
-    return "–" if run.status == "running" and (not isinstance(wall, int | float) or wall == 0) else text
+    yet (:func:`recorded_wall_time`)."""
+    return "–" if run.status == "running" and recorded_wall_time(run) is None else text
 
 
 def run_row(run: RunRecord, head: Headline = TEST_ACC) -> dict[str, Any]:

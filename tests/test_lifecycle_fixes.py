@@ -15,13 +15,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import cli
 from harness.cli import main
 from harness.errors import UserError
 from harness.runners import launch as launch_module
 from harness.runners import sweep_file, tune
 from harness.runners.stacked_launch import short_vmap_reason
-from harness.runs import owner_state, run_dir
+from harness.runs import GONE, owner_state, run_dir
 from tests.conftest import ROOT, only_run
 from tests.test_cli_e2e import nan_model_registered
 
@@ -53,7 +52,7 @@ def test_runs_marks_a_running_run_whose_process_is_gone_but_not_one_of_another_h
     assert main(["runs"]) == 0
     lines = capsys.readouterr().out.splitlines()
     row = {line.split()[0]: line for line in lines[1:3]}
-    assert cli.GONE in row["a-killed"]
+    assert GONE in row["a-killed"]
     assert row["b-elsewhere"].split()[1] == "running" and "gone" not in row["b-elsewhere"]
     assert owner_state({"status": "running", "owner": {"host": here, "pid": os.getpid()}}) is None  # itself
     assert "1 run(s) say running but their process has ended" in lines[-1]

@@ -111,6 +111,7 @@ from harness.runners.sweep_file import (
 from harness.tracking import close_service
 
 REASON_CHARS = 300
+SWEEP_TAG = "sweep-"  # a trial's W&B tag: sweep-<name> (harness.runs reads the sweep's name from it)
 # Cluster mode: the node-local run store of every trial, the same path on every node (a resumed run must find
 # its checkpoints' directory where the last attempt left it: Lightning's ModelCheckpoint restores its best-so-far
 # bookkeeping only when the directory is unchanged).
@@ -186,7 +187,7 @@ def trial_overrides(sweep: Sweep, trial: dict[str, Any]) -> list[str]:
     entry = str(trial.get("cell") or f"{sweep.task}/{trial['model']}")
     sampled = [f"{key}={flow(value)}" for key, value in sorted(trial["space"].items())]
     return [*cell_overrides(sweep, entry), *sampled, f"seed={trial['seed']}", f"tracking.group={sweep.name}",
-            f"tracking.tags=[sweep-{sweep.name}]"]
+            f"tracking.tags=[{SWEEP_TAG}{sweep.name}]"]
 
 
 def trial_label(trial: dict[str, Any]) -> str:
