@@ -98,6 +98,9 @@ def _seed_list(text: str) -> list[int]:
         seeds = [int(part) for part in parts]
     except ValueError:
         raise UserError(f"--seeds takes comma-separated integers, e.g. 0,1,2; got {text!r}") from None
+    negative = [seed for seed in seeds if seed < 0]
+    if negative:  # as the config's seed range (harness/schema.yaml) says, before any config is composed
+        raise UserError(f"--seeds {text}: a seed is an integer >= 0, got {', '.join(map(str, negative))}")
     repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
     if repeated:  # said before any config is composed
         raise UserError(f"--seeds {text} repeats {', '.join(map(str, repeated))}: give each seed once")
@@ -421,6 +424,7 @@ class HarnessParser(argparse.ArgumentParser):
     def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
         """As argparse's, but words no parser took are reported by the subcommand that was given them (its
         ``--help`` is the one to read), naming the other subcommand that has such an option, if one does."""
+        args = self._glue_dash_values(list(sys.argv[1:] if args is None else args))
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             chosen = self._chosen(parsed)
@@ -434,6 +438,23 @@ class HarnessParser(argparse.ArgumentParser):
                     break
             chosen.error(message)
         return parsed
+
+    def _glue_dash_values(self, args: list[str]) -> list[str]:
+        """``--seeds -1,2`` as ``--seeds=-1,2``: argparse takes a word that starts with a dash and is not one plain
+        number for an option, and would only say that the flag "expected one argument"; glued to a flag that takes
+        one value, a word starting with a dash and a digit (no option of ours) reaches the flag's own check, which
+        says what is wrong with it. Words after ``--`` are left as they are."""
+        takes_value = {option for parser in self._parsers() for action in parser._actions if action.nargs is None
+                       for option in action.option_strings if option.startswith("--")}
+        glued: list[str] = []
+        for i, word in enumerate(args):
+            if word == "--":
+                return [*glued, *args[i:]]
+            if glued and glued[-1] in takes_value and re.match(r"-\d", word):
+                glued[-1] = f"{glued[-1]}={word}"
+            else:
+                glued.append(word)
+        return glued
 
     def _subcommands(self) -> tuple[str, dict[str, argparse.ArgumentParser]]:
         """(the attribute that names the chosen subcommand, the subcommands' parsers by name); ("", {}) for none."""
@@ -454,53 +475,65 @@ class HarnessParser(argparse.ArgumentParser):
         return [self, *(q for p in nested for q in (p._parsers() if isinstance(p, HarnessParser) else [p]))]
 
 
+RUNS_DIR_HELP = "the run store (default: $HARNESS_RUNS_DIR or ./runs)"
+
+
+def _sentence(text: str, more: str = "") -> str:
+    """A subcommand's one-line help (``more`` added) as its ``--help`` description: a capitalised sentence."""
+    return f"{text[0].upper()}{text[1:]}{more}."
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = HarnessParser(prog="harness", description=__doc__.splitlines()[0])
+    parser = HarnessParser(prog="harness", description=__doc__.splitlines()[0].replace("``", "")
+                           + " `harness COMMAND --help` says what each takes.")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="tasks, models and the task x model matrix").set_defaults(func=cmd_list)
+    text = "tasks, models and the task x model matrix"
+    sub.add_parser("list", help=text, description=_sentence(text)).set_defaults(func=cmd_list)
     for name, func, text in (("bench", cmd_bench, "train and test one (task, model) pair"),
                              ("validate", cmd_validate, "print the resolved config of a run without training it "
                                                         "(its data is loaded and its model built, as bench does)")):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("--task", required=True)
-        p.add_argument("--model", required=True)
-        p.add_argument("--profile", default="cpu", help="smoke | cpu (default) | paper")
-        p.add_argument("--seed", type=int, default=None)
+        p = sub.add_parser(name, help=text, description=_sentence(text))
+        p.add_argument("--task", required=True, help="the task (`harness list` names them)")
+        p.add_argument("--model", required=True, help="the model (`harness list` names them)")
+        p.add_argument("--profile", default="cpu", help="the settings' scale: smoke | cpu (default) | paper")
+        p.add_argument("--seed", type=int, default=None, help="the run's seed, an integer >= 0 (default: 0)")
         if name == "bench":
             p.add_argument("--seeds", default=None, metavar="0,1,2",
-                           help="train one run per seed as one stacked computation (supervised runs)")
+                           help="one run per seed (integers >= 0), trained as one stack (supervised runs)")
             p.add_argument("--force", action="store_true", default=_truthy(os.environ.get("FORCE")),
-                           help="retrain even if the run completed")
-        p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+                           help="retrain even if the run completed (default: off; FORCE=1 turns it on)")
+        p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP if name == "bench" else
+                       "taken so that a bench command line validates as it is; validate writes no run")
         p.add_argument("overrides", nargs="*", help="config overrides, e.g. optim.lr=3e-4 task.babi_id=2")
         p.set_defaults(func=func)
-    p = sub.add_parser("sweep", help="run a sweep file (sweeps/<name>.yaml) on Ray Tune")
-    p.add_argument("file")
-    p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    text = "run a sweep file (sweeps/<name>.yaml) on Ray Tune"
+    p = sub.add_parser("sweep", help=text, description=_sentence(text))
+    p.add_argument("file", help="the sweep file, e.g. sweeps/babi_smoke.yaml")
+    p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
     p.add_argument("--dry-run", action="store_true", help="check the sweep and count its trials; start nothing")
-    p.add_argument("--profile", default=None, help="run the sweep at this profile instead of the file's (e.g. paper)")
+    p.add_argument("--profile", default=None, help="run at this profile (default: the file's)")
     p.add_argument("--cells", default=None, metavar="PATTERNS",
-                   help="the sweep's cells to run, as task/model patterns: 'babi/*,relations_game/lstm' (a sweep "
-                        "of one task: its models, e.g. 'relations_game/predinet')")
+                   help="only these cells, as task/model patterns, e.g. 'babi/*,relations_game/lstm' (a sweep of "
+                        "one task: its models, e.g. 'relations_game/predinet'); default: all")
     p.add_argument("--only", action="append", default=None, metavar="KEY=VALUES",
-                   help="run only these values of one of the sweep's grids, e.g. task.babi_id=1,8 or "
-                        "'model.operations=[write],[write,move]'; repeated for one key its values add up, for "
-                        "different keys each narrows its own grid; the trials keep their run ids")
+                   help="only these values of one grid key, e.g. task.babi_id=1,8 or "
+                        "'model.operations=[write],[write,move]'; repeat it to add values of that key or narrow "
+                        "another; the trials keep their run ids (default: the whole grid)")
     p.set_defaults(func=cmd_sweep)
-    p = sub.add_parser("report", help="build the HTML report (reports/out/): your runs beside the reference runs")
-    p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    text = "build the HTML report (reports/out/): your runs beside the reference runs"
+    p = sub.add_parser("report", help=text, description=_sentence(text))
+    p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
     p.add_argument("--results-dir", default=None,
-                   help="the reference store (default: results/ in the repository; '' for none); a folder named "
-                        "here must exist")
+                   help="the reference store, an existing folder (default: results/; '' for none)")
     p.add_argument("--out", default="reports/out",
-                   help="the site's folder (default: reports/out, under the current folder); each build replaces it "
-                        "as a whole, so it must be absent, empty or a folder an earlier build wrote")
+                   help="the site's folder: absent, empty or an earlier build's, which it replaces whole "
+                        "(default: reports/out)")
     p.add_argument("--jobs", type=int, default=None,
                    help="processes that draw the run pages (default: the CPUs available)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("runs", help="the runs in the store, with their status and test accuracies")
-    p.add_argument("--task", default=None)
-    p.add_argument("--model", default=None)
+    p.add_argument("--task", default=None, help="only this task's runs (default: all)")
+    p.add_argument("--model", default=None, help="only this model's runs (default: all)")
     p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
     p.add_argument("--reference", action="store_true", help="list the shipped reference runs (results/) instead")
     p.add_argument("--stale", action="store_true",
@@ -511,19 +544,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="table (default), or json or csv: one record per run on stdout (setting, status, progress, "
                         "held-out metrics) for pandas, R or a spreadsheet, e.g. harness runs --format csv > runs.csv")
     p.set_defaults(func=cmd_runs)
-    p = sub.add_parser("publish", help="copy completed runs into the tracked reference store (results/)")
+    text = "copy completed runs into the tracked reference store (results/)"
+    p = sub.add_parser("publish", help=text,
+                       description=_sentence(text, "; the members of a stack (bench --seeds) go together"))
     p.add_argument("runs", nargs="+", help="run ids (from `harness runs`) or run directories")
-    p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
     p.add_argument("--to", default=None, help="the reference store (default: results/ in the repository)")
     p.set_defaults(func=cmd_publish)
-    p = sub.add_parser("retest", help="test a completed run on other data (task.test_* settings) without retraining")
+    text = "test a completed run on other data (task.test_* settings) without retraining"
+    p = sub.add_parser("retest", help=text,
+                       description=_sentence(text, "; a new split is scored as the run's own test pass scored its"
+                                                   " splits"))
     p.add_argument("run", help="a run id (from `harness runs`) or a run directory")
     p.add_argument("overrides", nargs="+", help="task settings naming the new test data, e.g. task.test_on=[files]")
-    p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
     p.set_defaults(func=cmd_retest)
-    p = sub.add_parser("predict", help="write a completed run's per-example test predictions (from its checkpoint)")
+    text = "write a completed run's per-example test predictions (from its checkpoint)"
+    p = sub.add_parser("predict", help=text, description=_sentence(text, " into <run>/predictions/"))
     p.add_argument("run", help="a run id (from `harness runs`) or a run directory")
-    p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
     p.set_defaults(func=cmd_predict)
     p = sub.add_parser("data", help="write generated bAbI tasks as files, or download a dataset (data fetch NAME)",
                        description="Write generated bAbI tasks as files (data babi), or download a dataset (data "
@@ -536,13 +575,13 @@ def build_parser() -> argparse.ArgumentParser:
                                     "file names (the en-10k layout: qa{N}_<name>_{train,test}.txt).")
     p.add_argument("--generate", action="store_true",
                    help="generate the data (what this command does; spelled out for scripts)")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="the folder to write into, e.g. $HARNESS_DATA_DIR/babi/en-10k")
     p.add_argument("--ids", type=int, nargs="+", default=list(range(1, 21)), help="tasks (default: all 20)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--n-train", "--n", type=int, default=10000, help="training questions per task")
-    p.add_argument("--n-test", type=int, default=1000, help="test questions per task")
+    p.add_argument("--seed", type=int, default=0, help="the generator's seed (default: 0)")
+    p.add_argument("--n-train", "--n", type=int, default=10000, help="training questions per task (default: 10000)")
+    p.add_argument("--n-test", type=int, default=1000, help="test questions per task (default: 1000)")
     p.add_argument("--force", action="store_true",
-                   help="replace same-named files already in --out (refused otherwise)")
+                   help="replace same-named files already in --out (default: refused)")
     p.set_defaults(func=cmd_data)
     p = data.add_parser("fetch", help="download, check and unpack a dataset into the data folder",
                         description="Download, check and unpack a dataset: "

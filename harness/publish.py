@@ -13,7 +13,9 @@ reads either form. The store has a size budget
 
 A run is named by its directory or by its run id (looked up in the run store). Only finished runs are
 published: completed ones, and diverged ones (a model that does not train stably on a task is a result the
-matrix reports); publishing a run again replaces its earlier copy.
+matrix reports); publishing a run again replaces its earlier copy. The members of a stack (``bench --seeds``)
+are published together: a run whose results.json names a stack member that is neither published with it nor
+already in the store is refused.
 """
 
 from __future__ import annotations
@@ -134,14 +136,35 @@ def _file_problem(folder: Path) -> str | None:
     return None
 
 
+def check_whole_stacks(checked: list[tuple[Run, dict]], results_dir: Path) -> None:
+    """A member of a stack (``bench --seeds``; ``stack`` in its results.json: the members' run ids) is published
+    with its whole stack: each other member is named too or already in ``results_dir``, so that the reference
+    store never names a run it lacks (a stale member's rerun command is the stack's, read from its members). A
+    one-line UserError naming the missing members and the command that publishes the stack whole."""
+    named = {str(results.get("run_id")) for _, results in checked}
+    for _, results in checked:
+        stack = results.get("stack")
+        if not isinstance(stack, list) or len(stack) < 2:
+            continue
+        missing = [str(member) for member in stack if str(member) not in named
+                   and not any(results_dir.glob(f"*/*/{member}/results.json"))]
+        if missing:
+            members = f"member{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+            raise UserError(f"{results.get('run_id')} trained in a stack of {len(stack)} (--seeds); its {members} "
+                            f"{'is' if len(missing) == 1 else 'are'} neither named here nor in {results_dir}: "
+                            f"publish the stack whole (harness publish {' '.join(map(str, stack))})")
+
+
 def publish(names: list[str], runs_dir: Path | None = None, results_dir: Path = RESULTS_DIR,
             budget: int = BUDGET_BYTES) -> list[Published]:
     """Copy the named runs into ``results_dir``; all or nothing. A run named twice is published once; a run
-    whose config.yaml does not parse or whose metrics.csv is empty, or a ``results_dir`` that cannot be written,
-    is refused before anything is copied."""
+    whose config.yaml does not parse or whose metrics.csv is empty, a member of a stack named without the rest of
+    its stack (:func:`check_whole_stacks`), or a ``results_dir`` that cannot be written, is refused before
+    anything is copied."""
     runs_dir = runs_dir or default_runs_dir()
     runs = distinct_runs(names, runs_dir)
     checked = [(run, check_publishable(run)) for run in runs]
+    check_whole_stacks(checked, results_dir)
     check_destination(results_dir)
     staged: list[tuple[Run, dict, Path]] = []
     staging = Path(tempfile.mkdtemp(prefix=".publish-", dir=results_dir.parent))

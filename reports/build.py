@@ -42,6 +42,7 @@ from reports import figures, tables
 from reports.floors import dead_floor, load_floor
 from reports.papers import PaperSpec, load_papers
 from reports.store import REFERENCE, UNREADABLE, YOURS, RunRecord, load_stores, variant_label
+from reports.tables import fmt_count
 
 PAPERS_DIR = Path(__file__).resolve().parent / "papers"
 FILES_ROOT = Path(__file__).resolve().parents[1]
@@ -87,10 +88,6 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
     }
 
 
-def _count(value: Any) -> str:
-    return f"{value:,.0f}" if isinstance(value, int | float) and not isinstance(value, bool) else "–"
-
-
 def _stepwise_info(run: RunRecord, floor: dict[str, Any]) -> dict[str, Any] | None:
     """A stepwise run's summary rows: outer cycles and validations, trajectory, best, throughput in world-steps
     per second, the long-horizon rollout's length and time, and for the Game of Life the "all dead" answers' accuracy
@@ -114,17 +111,17 @@ def _stepwise_info(run: RunRecord, floor: dict[str, Any]) -> dict[str, Any] | No
         trajectory += f"; curriculum from T = {curriculum.get('start')}"
     if rollout:
         seconds, speed = rollout.get("seconds"), rollout.get("world_steps_per_s")
-        rolled = (f"{_count(rollout.get('longest'))} steps, {_count(rollout.get('worlds'))} worlds: "
-                  f"{_number(seconds, ' s')}" + (f" ({_count(speed)} world-steps/s)"
+        rolled = (f"{fmt_count(rollout.get('longest'))} steps, {fmt_count(rollout.get('worlds'))} worlds: "
+                  f"{_number(seconds, ' s')}" + (f" ({fmt_count(speed)} world-steps/s)"
                                                   if isinstance(speed, int | float) else ""))
     else:
         rolled = "–"
     return {
-        "cycles": _count(results.get("steps")), "validations": _count(results.get("epochs")),
+        "cycles": fmt_count(results.get("steps")), "validations": fmt_count(results.get("epochs")),
         "trajectory": trajectory,
         "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at cycle {best.get('step')}"
         if best else "–",
-        "throughput": f"{_count(rate)} world-steps/s (median over validation windows)"
+        "throughput": f"{fmt_count(rate)} world-steps/s (median over validation windows)"
         if isinstance(rate, int | float) and not isinstance(rate, bool) else "–",
         "rollout": rolled,
         "dead_floor": dead_floor(run, floor) if run.task == "game_of_life" else None,

@@ -597,7 +597,8 @@ def _percent(value: float | None) -> str:
     return fmt(100 * value) if value is not None else "–"
 
 
-def _count(value: Any) -> str:
+def fmt_count(value: Any) -> str:
+    """A count with thousands separators and no decimals; a dash for anything that is not a finite number."""
     number = _as_number(value)
     return f"{number:,.0f}" if number is not None else "–"
 
@@ -617,14 +618,14 @@ def rl_summary(run: RunRecord) -> dict[str, Any] | None:
         {"name": "episode return", "eval": fmt(last_value(run, RETURN), 2),
          "train": fmt(last_value(run, "train/episode_return"), 2)},
         {"name": "episode length", "eval": "–", "train": fmt(last_value(run, "train/episode_len"), 1)},
-        {"name": "episodes", "eval": _count(last_value(run, "eval/episodes")),
-         "train": _count(last_value(run, "train/episodes"))},
+        {"name": "episodes", "eval": fmt_count(last_value(run, "eval/episodes")),
+         "train": fmt_count(last_value(run, "train/episodes"))},
     ]
     types = [{"type": kind, "eval": _percent(last_value(run, f"{WIN_RATE}/{kind}")),
               "train": _percent(_last_iteration(run, f"train/win_rate/{kind}"))} for kind in puzzle_types(run)]
     return {
-        "env_steps": _count(results.get("env_steps", results.get("steps"))),
-        "iterations": _count(results.get("iterations")),
+        "env_steps": fmt_count(results.get("env_steps", results.get("steps"))),
+        "iterations": fmt_count(results.get("iterations")),
         "stop_reason": results.get("stop_reason") or "–",
         "train_time": f"{train_time:,.0f} s" if train_time is not None else "–",
         "throughput": f"{rate:,.0f} env steps/s (median over iterations)" if rate is not None else "–",
@@ -649,8 +650,8 @@ def predictions_view(run: RunRecord) -> dict[str, Any] | None:
     for split, numbers in summary.items():
         numbers = numbers if isinstance(numbers, dict) else {}
         acc, reported = _as_number(numbers.get("acc")), _as_number(numbers.get("reported_acc"))
-        splits.append({"split": split, "examples": _count(numbers.get("examples")),
-                       "wrong": _count(numbers.get("wrong")),
+        splits.append({"split": split, "examples": fmt_count(numbers.get("examples")),
+                       "wrong": fmt_count(numbers.get("wrong")),
                        "acc": _percent(acc), "reported": _percent(reported),
                        "agrees": "–" if acc is None or reported is None else
                        "yes" if abs(acc - reported) < 1e-6 else f"no ({100 * (acc - reported):+.2f} points)"})

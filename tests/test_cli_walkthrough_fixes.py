@@ -259,8 +259,9 @@ def test_a_retest_of_data_the_run_trained_on_names_data_it_has_not_seen(env, cap
                                                    "status": "completed", "metrics": {"test/acc": 0.5,
                                                                                       "val/acc": 0.5}}))
     assert main(["retest", run_id, "task.test_on=[files]"]) == 2
-    assert _one_error_line(capsys) == ("error: no new test split: the run already reports test, val; name other "
-                                       "data with task.* settings, e.g. task.test_on=[generator]")
+    assert _one_error_line(capsys) == ("error: no new test split: the run already reports test, val; files is what "
+                                       "it trained on (its test/ metrics); name other data with task.* settings, "
+                                       "e.g. task.test_on=[generator]")
 
 
 # a curriculum's task lists ------------------------------------------------------------------------------------

@@ -88,6 +88,7 @@ def _summary_line(run: Run, results: dict[str, Any]) -> str:
 def check_run_config(composed: Composed) -> None:
     """Settings that depend on each other, checked before anything is loaded or written."""
     cfg = composed.cfg
+    check_betas(cfg)
     if composed.task.kind == "rl":
         from harness.runners.rl import check_rl_config
 
@@ -100,6 +101,7 @@ def check_run_config(composed: Composed) -> None:
         if cfg.stepwise.curriculum.enabled and cfg.stepwise.curriculum.start > cfg.stepwise.steps:
             raise UserError(f"stepwise.curriculum.start ({cfg.stepwise.curriculum.start}) is longer than "
                             f"stepwise.steps ({cfg.stepwise.steps}), the length it grows to")
+        check_first_recall_step(cfg)
         return
     if cfg.protocol.name == "curriculum":
         from harness.runners.curriculum import check_protocol_config
@@ -112,6 +114,38 @@ def check_run_config(composed: Composed) -> None:
                             f"protocol.name=curriculum only, and this run's protocol is {cfg.protocol.name}: add "
                             "protocol.name=curriculum, or name the tasks to train on with task.tasks")
     check_protocol_tasks(composed)
+
+
+BETA_OPTIMISERS = ("adam", "adamw", "tf1_nadam")  # harness/optim.py: the optimisers that read ``betas``
+
+
+def check_betas(cfg: Any) -> None:
+    """The schema keeps each of ``optim.betas`` (``rl.optim.betas``) in [0, 1]; a beta of 1, which an optimiser that
+    reads them refuses with a ValueError once training has started (a moment average that never leaves its
+    start), is refused here, naming the key."""
+    for section in ("optim", "rl.optim"):
+        optim = OmegaConf.select(cfg, section)
+        if optim is None or optim.get("name") not in BETA_OPTIMISERS or optim.get("betas") is None:
+            continue
+        if any(float(beta) >= 1 for beta in optim.betas):
+            raise UserError(f"bad value for '{section}.betas': {list(optim.betas)}; {optim.name} needs each beta "
+                            "below 1 (e.g. [0.9, 0.999])")
+
+
+def check_first_recall_step(cfg: Any) -> None:
+    """LSTM recall's ``task.first_recall_step`` (no recall or reminder noise before it; the forced recall at
+    ``task.length`` excepted) past ``task.length`` and past every step the run trains and tests on
+    (``stepwise.steps``, ``stepwise.eval_steps``) changes nothing but the long rollouts: a mistake the task's own
+    checks (its frozen code) do not catch, refused here in one line."""
+    first = OmegaConf.select(cfg, "task.first_recall_step")
+    length = OmegaConf.select(cfg, "task.length")
+    if first is None or length is None:
+        return
+    last = max(int(length), int(cfg.stepwise.steps), int(cfg.stepwise.eval_steps or cfg.stepwise.steps))
+    if int(first) > last:
+        past = f"task.length ({length})" + ("" if last == int(length) else f" and stepwise's steps (up to {last})")
+        raise UserError(f"task.first_recall_step ({first}) is past {past}, the last step the run trains and tests "
+                        f"on: none would recall but the forced one at step {length}; give at most {last}")
 
 
 def check_ppo_minibatch(cfg: Any) -> None:

@@ -19,7 +19,7 @@ run page shows it.
 The launcher writes these files after a supervised single-protocol run completes (with the best
 checkpoint, as the test metrics were measured); ``harness predict RUN`` writes them for a completed run that
 has its checkpoints, including the splits ``harness retest`` added to it (rebuilt from each retest's overrides
-and predicted whole, as the retest scored them). The files describe a run and never change its numbers: a
+and predicted as the retest scored them). The files describe a run and never change its numbers: a
 failure to write them is reported, and the run stays completed.
 """
 
@@ -101,11 +101,12 @@ def test_splits(data: TaskData) -> dict[str, TensorDictDataset]:
 
 
 def write_predictions(run: Run, composed: Composed, data: TaskData, model: torch.nn.Module | None = None,
-                      retested: list[tuple[Composed, TaskData, list[str]]] | None = None) -> dict[str, Any]:
+                      retested: list[tuple[Composed, TaskData, list[str], Any]] | None = None) -> dict[str, Any]:
     """Predict every test split with the run's best checkpoint and write ``<run>/predictions/``; returns the
     summary (per split: examples, wrong, accuracy from the file, the run's reported accuracy). ``retested``: the
-    splits ``harness retest`` added, each with the config and data its retest built them from; they are predicted
-    whole, as the retest scored them (the run's own splits as its test pass saw them)."""
+    splits ``harness retest`` added, each with the config and data its retest built them from and the batch limit
+    it scored them under (None: whole); each split is predicted as it was scored (the run's own splits as its test
+    pass saw them)."""
     cfg = composed.cfg
     model = model if model is not None else load_trained_model(run, composed, data)
     batch_size = int(cfg.train.eval_batch_size)
@@ -114,9 +115,10 @@ def write_predictions(run: Run, composed: Composed, data: TaskData, model: torch
     summary: dict[str, Any] = {}
     rendered: list[dict[str, Any]] = []
     groups = [(composed, data, test_splits(data), cfg.train.get("limit_eval_batches"))]
-    for retest_composed, retest_data, names in retested or []:
+    for retest_composed, retest_data, names, retest_limit in retested or []:
         splits = test_splits(retest_data)
-        groups.append((retest_composed, retest_data, {name: splits[name] for name in names if name in splits}, None))
+        groups.append((retest_composed, retest_data, {name: splits[name] for name in names if name in splits},
+                       retest_limit))
     for group_composed, group_data, splits, limit in groups:
         group_rows: list[tuple[str, int, int, int, int]] = []
         wrong_ids: dict[str, list[int]] = {}
@@ -189,9 +191,11 @@ def predict_run(name: str, runs_dir: Path | None = None) -> dict[str, Any]:
     return summary
 
 
-def _retested(name: str, results: dict[str, Any], runs_dir: Path | None) -> list[tuple[Composed, TaskData, list[str]]]:
+def _retested(name: str, results: dict[str, Any],
+              runs_dir: Path | None) -> list[tuple[Composed, TaskData, list[str], Any]]:
     """The splits each of the run's retests added (``retests`` in its results.json), with the config and data
-    rebuilt from that retest's overrides, as :func:`write_predictions` takes them."""
+    rebuilt from that retest's overrides and the batch limit it scored them under (a record without one: whole,
+    as retests scored before they kept the run's limit), as :func:`write_predictions` takes them."""
     from harness.runners.retest import reload_run
 
     groups, seen = [], set()
@@ -200,7 +204,7 @@ def _retested(name: str, results: dict[str, Any], runs_dir: Path | None) -> list
         if not names:
             continue
         _, _, composed, _, data = reload_run(name, list(record.get("overrides") or []), runs_dir, "predicted")
-        groups.append((composed, data, names))
+        groups.append((composed, data, names, record.get("limit_eval_batches")))
         seen.update(names)
     return groups
 

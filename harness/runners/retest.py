@@ -2,13 +2,14 @@
 
 The run's stored config, with the given overrides of its test settings (:data:`TEST_SETTINGS`), builds the
 task again; the test splits it yields that the run has not reported yet (``test_<name>``) are evaluated with the
-run's best checkpoint and
-added to its results.json (``metrics``), with a ``retests`` record of what was asked, on which data
-(fingerprint) and with which code. Examples: a bAbI run trained on generated data, tested on the official
-files (``task.test_on=[files]``); a Relations Game run tested on another held-out object set
-(``task.test_sets=[stripes,hexominoes]``). The run's identity (its run id) does not change: it was trained as
-it was. The retest's data must give the model the shapes it was trained with (the task's ``info``), else the
-retest is refused.
+run's best checkpoint and added to its results.json (``metrics``), with a ``retests`` record of what was asked,
+on which data (fingerprint) and with which code. A new split is scored as the run's own test pass scored its
+splits (the first ``train.limit_eval_batches`` batches of each under the smoke profile; whole otherwise), so that
+its numbers compare with the run's; the record keeps the limit and how many examples were scored. Examples: a
+bAbI run trained on generated data, tested on the official files (``task.test_on=[files]``); a Relations Game
+run tested on another held-out object set (``task.test_sets=[stripes,hexominoes]``). The run's identity (its
+run id) does not change: it was trained as it was. The retest's data must give the model the shapes it was
+trained with (the task's ``info``), else the retest is refused.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from harness.provenance import code_files, fingerprint, git_info
 from harness.publish import find_run
 from harness.registry import REGISTRY
 from harness.runners.build import Prepared, prepare_task
-from harness.runners.predictions import load_trained_model
+from harness.runners.predictions import evaluated_count, load_trained_model
 from harness.runners.supervised import intact_checkpoint
 from harness.runs import Run, default_runs_dir, now_iso
 from harness.vector_math import warm_vector_math
@@ -102,13 +103,16 @@ def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
     return run, results, composed, prepared, prepared.task.load()
 
 
-def other_test_data(stored: dict[str, Any], reported: set[str]) -> str | None:
+def other_test_data(stored: dict[str, Any], reported: set[str], tried: dict[str, Any] | None = None) -> str | None:
     """A ``task.*`` override that gives the stored run (its config, ``stored``) a test split it has not reported
     (``reported``: the prefixes of its metrics), or None. The candidates are the values of the task's list keys
     named ``test_*`` that each add a split ``test_<value>``: their declared item choices (Relations Game's
     ``task.test_sets``) or, for a key that declares none, the task's sources (``task.source`` without ``auto``:
-    bAbI's ``task.test_on``), less what the run trained on and what it reports; the first whose task accepts it
-    and whose data can be located here (the task is built and describes its data, nothing is loaded)."""
+    bAbI's ``task.test_on``), less what the run trained on, what it reports, and what its config or this retest's
+    (``tried``: a task section) named already without a split coming of it: the task drops it for this run
+    (Relations Game's colour_shape on stripes, an object set of one shape), and a retest cannot change why. The
+    first whose task accepts it and whose data can be located here (the task is built and describes its data,
+    nothing is loaded)."""
     from harness.config import key_types
 
     task = stored["task"]
@@ -119,9 +123,10 @@ def other_test_data(stored: dict[str, Any], reported: set[str]) -> str | None:
         kind = types.get(f"task.{key}")
         if kind is None or kind.types != ("list",):
             continue
+        named = {str(v) for section in (task, tried or {}) for v in section.get(key) or []}
         values = kind.item_choices or tuple(c for c in (sources.choices if sources else None) or () if c != "auto")
         for value in values:
-            if f"test_{value}" in reported or value in trained_on:
+            if f"test_{value}" in reported or value in trained_on or value in named:
                 continue
             override = f"task.{key}=[{value}]"
             try:
@@ -132,11 +137,29 @@ def other_test_data(stored: dict[str, Any], reported: set[str]) -> str | None:
     return None
 
 
+def _why_no_split(tried: dict[str, Any], reported: set[str]) -> str:
+    """Why the values a retest's task section (``tried``) names in its ``test_*`` lists gave no split the run does not
+    report: the data it trained on (its ``test/`` metrics), or data its task drops for this run; "" for none."""
+    named = {str(v) for key, values in tried.items() if str(key).startswith("test_") and isinstance(values, list)
+             for v in values if f"test_{v}" not in reported}
+    trained = sorted(named & {str(v) for v in tried.values() if isinstance(v, str)})
+    dropped = sorted(named - set(trained))
+    why = []
+    if trained:
+        why.append(f"{', '.join(trained)} {'is' if len(trained) == 1 else 'are'} what it trained on (its test/ "
+                   "metrics)")
+    if dropped:
+        why.append(f"its task makes no split of {', '.join(dropped)} for this run")
+    return "".join(f"; {reason}" for reason in why)
+
+
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, dataset: TensorDictDataset, batch_size: int) -> dict[str, float]:
-    """Accuracy and mean cross-entropy over a split (as the supervised runner's test step)."""
+def evaluate(model: torch.nn.Module, dataset: TensorDictDataset, batch_size: int,
+             count: int | None = None) -> dict[str, float]:
+    """Accuracy and mean cross-entropy over the first ``count`` examples of a split (all by default), as the
+    supervised runner's test step."""
     model.eval()
-    correct, loss_sum, n = 0, 0.0, len(dataset)
+    correct, loss_sum, n = 0, 0.0, len(dataset) if count is None else count
     for start in range(0, n, batch_size):
         batch = dataset.__getitems__(list(range(start, min(start + batch_size, n))))
         logits = model(**{k: v for k, v in batch.items() if k != TARGET})  # [B, C]
@@ -147,7 +170,12 @@ def evaluate(model: torch.nn.Module, dataset: TensorDictDataset, batch_size: int
 
 def retest(name: str, overrides: list[str], runs_dir: Path | None = None) -> dict[str, float]:
     """Evaluate a completed run on the new test splits its task yields under ``overrides``; returns the metrics
-    added to its results.json."""
+    added to its results.json.
+
+    A new split is scored as the run's own test pass scored its splits: a run trained with
+    ``train.limit_eval_batches`` (the smoke profile) saw only that many batches of each, and so does its retest,
+    so the new numbers are what the run would have reported had the split been there from the start. The record
+    keeps the limit and the examples scored; the command's output says when a limit applied."""
     bad = [item for item in overrides if not is_test_setting(item.split("=", 1)[0].lstrip("+"))]
     if bad:
         raise UserError(f"retest changes the test data only: {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} "
@@ -156,25 +184,38 @@ def retest(name: str, overrides: list[str], runs_dir: Path | None = None) -> dic
     reported = {key.split("/")[0] for key in results.get("metrics") or {}}
     new = {f"test_{n}": split for n, split in data.extra_test.items() if f"test_{n}" not in reported}
     if not new:  # before the model is loaded: nothing to do
-        other = other_test_data(stored_config(run, "retested"), reported)
+        tried: dict[str, Any] = OmegaConf.to_container(composed.cfg.task)  # type: ignore[assignment]
+        other = other_test_data(stored_config(run, "retested"), reported, tried)
         hint = (f"name other data with task.* settings, e.g. {other}" if other else
                 "its task offers no other test data that can be read here")
-        raise UserError(f"no new test split: the run already reports {', '.join(sorted(reported))}; {hint}")
+        raise UserError(f"no new test split: the run already reports {', '.join(sorted(reported))}"
+                        f"{_why_no_split(tried, reported)}; {hint}")
     model = load_trained_model(run, composed, data)
     checkpoint = intact_checkpoint(run, ("best", "last"))
+    batch_size = int(composed.cfg.train.eval_batch_size)
+    limit = composed.cfg.train.get("limit_eval_batches")  # the run's own test pass saw this many batches
     added: dict[str, float] = {}
+    examples: dict[str, dict[str, int]] = {}
     for prefix, split in new.items():
-        measured = evaluate(model, split, int(composed.cfg.train.eval_batch_size))
+        count = evaluated_count(split, batch_size, limit)
+        examples[prefix] = {"scored": count, "of": len(split)}
+        measured = evaluate(model, split, batch_size, count)
         added.update({f"{prefix}/acc": measured["acc"], f"{prefix}/loss": measured["loss"],
                       f"{prefix}/error": 1.0 - measured["acc"]})
     if any(not math.isfinite(v) for v in added.values()):
         raise UserError("the retest produced non-finite metrics")
     files = code_files()
     record = {"at": now_iso(), "overrides": list(overrides), "splits": sorted(new), "checkpoint": checkpoint.name,
+              "limit_eval_batches": limit, "examples": examples,
               "data": {"fingerprint": prepared.data.get("fingerprint"), "files": prepared.data.get("files") or {},
                        "source": data.source},
               "git": git_info(), "code": fingerprint(files)}
     results["metrics"] = {**(results.get("metrics") or {}), **added}
     results["retests"] = [*(results.get("retests") or []), record]
     run.write_results(results)
+    cut = {prefix: n for prefix, n in examples.items() if n["scored"] < n["of"]}
+    if cut:
+        print(f"scored as the run's own test pass (train.limit_eval_batches={limit}): "
+              + ", ".join(f"{prefix} {n['scored']} of {n['of']} examples" for prefix, n in sorted(cut.items())),
+              flush=True)
     return added
