@@ -211,7 +211,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"report --jobs must be at least 1, got {args.jobs}")
     results = Path(args.results_dir) if args.results_dir is not None else None
-    return report(Path(args.runs_dir) if args.runs_dir else None, Path(args.out), results, args.jobs)
+    return report(Path(args.runs_dir) if args.runs_dir else None, Path(args.out), results, args.jobs,
+                  keep_figures=not args.no_figure_cache)
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -530,6 +531,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: reports/out)")
     p.add_argument("--jobs", type=int, default=None,
                    help="processes that draw the run pages (default: the CPUs available)")
+    p.add_argument("--no-figure-cache", action="store_true",
+                   help="draw every run page's figures again, neither reading nor keeping them in "
+                        "$HARNESS_CACHE_DIR/report-figures (default: a run unchanged since the last build is not "
+                        "drawn again)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("runs", help="the runs in the store, with their status and test accuracies")
     p.add_argument("--task", default=None, help="only this task's runs (default: all)")
