@@ -399,7 +399,8 @@ def curve_damage(path: Path) -> str | None:
 # What `harness runs` lists, and its records for other programs (--format json / csv, run_table) --------------------
 
 GONE = "running (its process is gone: killed?)"  # a listed run whose process on this host has ended
-LEADING_COLUMNS = ("run_id", "task", "model", "setting", "profile", "seed", "status", "stale", "error", "steps",
+LEADING_COLUMNS = ("run_id", "task", "model", "setting", "variant", "config", "profile", "seed", "status", "stale",
+                   "error", "steps",
                    "max_steps", "epochs", "max_epochs", "wall_time_s", "max_time_s", "sweep", "stack", "run_dir")
 """The fields every exported run record starts with (:func:`run_records`); its held-out metrics follow, sorted."""
 
@@ -479,7 +480,10 @@ def run_records(listing: Listing) -> list[dict[str, Any]]:
     each held-out metric any of the runs reports (:func:`exported_metrics`), in natural order (``test_qa2/acc``
     before ``test_qa10/acc``).
 
-    ``setting``: what the README's tables call it (``task 1, en-10k (files)``; reports.readme.setting). ``status``:
+    ``setting``: what the README's tables call it (``task 1, en-10k (files)``; reports.readme.setting).
+    ``variant``: the report's label of its configuration, with the config entries that tell it apart from the other
+    listed runs of its task and model (``task 11 [cpu] {model.operations=[write]}``); ``config``: a digest equal for
+    runs that differ only in the seed, to group seeds by (reports.store.config_fingerprint). ``status``:
     as ``harness runs`` lists it (:func:`listed_status`; ``unreadable`` for a results.json that cannot be read, then
     ``error`` says why); ``stale``: whether the code that computed it has changed since. ``steps`` and ``epochs``:
     how far it trained (a run that did not complete: as far as its curves got, where they got further than
@@ -488,9 +492,10 @@ def run_records(listing: Listing) -> list[dict[str, Any]]:
     section's ``max_time_s``. ``sweep``: the sweep that ran it; ``stack``: the run ids it trained with as one
     stacked computation, space-separated. Numbers are numbers; whatever a run does not record (or records as NaN)
     is None, never a stand-in value."""
-    from reports.store import load_run, natural_key
+    from reports.store import assign_variants, load_run, natural_key
 
     runs = [load_run(Path(row["path"]) / "results.json", listing.store) for row in listing.rows]
+    assign_variants(runs)
     records = [_record(run, listing.stale.get(row["path"], [])) for run, row in zip(runs, listing.rows, strict=True)]
     metrics = sorted({key for record in records for key in record["metrics"]}, key=natural_key)
     return [{**{key: record[key] for key in LEADING_COLUMNS}, **{key: record["metrics"].get(key) for key in metrics}}
@@ -526,7 +531,8 @@ def _record(run: RunRecord, stale_files: list[str]) -> dict[str, Any]:
         shown = None
     return {
         "run_id": run.run_id, "task": run.task, "model": run.model,
-        "setting": shown if shown not in ("–", "") else None,
+        "setting": shown if shown not in ("–", "") else None, "variant": run.variant or None,
+        "config": run.fingerprint or None,
         "profile": None if run.profile is None else str(run.profile), "seed": _number(run.seed),
         "status": GONE if run.gone else str(results.get("status") or run.status), "stale": bool(stale_files),
         "error": None if results.get("error") is None else str(results["error"]),

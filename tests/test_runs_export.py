@@ -117,6 +117,9 @@ def test_each_field_as_the_run_records_it_and_none_where_it_records_nothing(stor
         "wall_time_s": 12.5, "sweep": None, "stack": None}
     assert babi["test/acc"] == pytest.approx(0.997) and babi["test_hexominoes/acc"] is None
     assert babi["run_dir"] == str(store / "babi" / "tpr_rnn" / "babi-tpr_rnn-cpu-s1-a")
+    other_seed = by_id["babi-tpr_rnn-cpu-s0-a"]  # seeds of one configuration: one config digest, one label
+    assert babi["config"] == other_seed["config"] and babi["variant"] == other_seed["variant"] == "task 1 [cpu]"
+    assert by_id["babi-lstm-cpu-s0-a"]["config"] != babi["config"]
     killed = by_id[KILLED]  # as `harness runs` lists it; its progress from its curves, no wall time yet
     assert (killed["status"], killed["steps"], killed["epochs"], killed["wall_time_s"]) == (GONE, 40, 1, None)
     assert by_id[BROKEN]["status"] == "unreadable" and "results.json unreadable" in by_id[BROKEN]["error"]
