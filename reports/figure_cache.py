@@ -34,6 +34,8 @@ FOLDER = "report-figures"  # under $HARNESS_CACHE_DIR
 SUFFIX = ".json.gz"
 FORMAT = 1  # bumped when what a cache file holds changes shape
 _LIBRARIES = ("matplotlib", "seaborn", "pandas", "numpy")
+# reports/: the modules a run's figures run (reports.figures and what it imports from reports/, transitively)
+_DRAWING_CODE = ("figures.py", "store.py", "papers.py", "settings.py", "figure_cache.py")
 Figures = dict[str, list[dict[str, str]]]  # "figures", "rollout" -> items of {"svg": ..., "caption": ...}
 
 
@@ -44,11 +46,12 @@ def default_folder() -> Path:
 
 
 def code_digest() -> str:
-    """A digest of the report's code (every module of ``reports/``) and the drawing libraries' versions: a
-    change to either draws every figure again."""
+    """A digest of the code that draws a run's figures (reports.figures and the modules it imports from
+    ``reports/``) and of the drawing libraries' versions: a change to either draws every figure again."""
     digest = hashlib.sha256(f"format {FORMAT}".encode())
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    folder = Path(__file__).resolve().parent
+    for name in _DRAWING_CODE:
+        digest.update(name.encode() + b"\0" + (folder / name).read_bytes() + b"\0")
     for name in _LIBRARIES:
         try:
             digest.update(f"{name}=={metadata.version(name)}\0".encode())

@@ -101,3 +101,19 @@ def test_harness_report_keeps_figures_in_the_cache_folder_unless_told_not_to(sto
     assert harness_main([*common, "--out", str(tmp_path / "yes")]) == 0
     assert len(list(cache.glob("*.json.gz"))) == len(list(store.glob("*/*/*/results.json")))
     assert _site(tmp_path / "yes") == _site(tmp_path / "no")
+
+
+def test_the_code_digest_covers_every_report_module_the_figures_import():
+    import ast
+
+    folder = Path(figure_cache.__file__).parent
+    needed, todo = set(), ["figures.py"]
+    while todo:  # reports.figures and what it imports from reports/, transitively
+        name = todo.pop()
+        needed.add(name)
+        for node in ast.walk(ast.parse((folder / name).read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("reports."):
+                module = f"{node.module.split('.')[1]}.py"
+                if module not in needed:
+                    todo.append(module)
+    assert needed <= set(figure_cache._DRAWING_CODE), needed - set(figure_cache._DRAWING_CODE)
