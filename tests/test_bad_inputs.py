@@ -230,7 +230,7 @@ MISTAKES: list[Mistake] = [
     Mistake("train.max_epochs=2.5", (*BABI, "train.max_epochs=2.5"), "2.5 is not an int >= 1"),
     Mistake("optim.lr=fast", (*BABI, "optim.lr=fast"),
             "bad value for 'optim.lr' (command line): 'fast' is not a float"),
-    Mistake("optim.lr=-1", (*BABI, "optim.lr=-1"), "-1 is not a float >= 0"),
+    Mistake("optim.lr=-1", (*BABI, "optim.lr=-1"), "-1 is not a float in [0, 100]"),
     Mistake("optim.betas with one value", (*BABI, "optim.betas=[0.9]"), "bad value for 'optim.betas'"),
     Mistake("optim.betas with three values", (*BABI, "--model", "tpr_rnn", "optim.betas=[0.9,0.99,0.5]"),
             "bad value for 'optim.betas'"),
