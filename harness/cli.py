@@ -437,6 +437,8 @@ class HarnessParser(argparse.ArgumentParser):
                     message += (f"; {word} is not an option of {chosen.prog.removeprefix(f'{self.prog} ')} "
                                 f"({', '.join(others)} {'has' if len(others) == 1 else 'have'} it)")
                     break
+            else:
+                message += _override_hint(parsed, extras, args)
             chosen.error(message)
         return parsed
 
@@ -474,6 +476,36 @@ class HarnessParser(argparse.ArgumentParser):
         """This parser and every subcommand's, depth first."""
         nested = self._subcommands()[1].values()
         return [self, *(q for p in nested for q in (p._parsers() if isinstance(p, HarnessParser) else [p]))]
+
+
+def _override_hint(parsed: argparse.Namespace, extras: list[str], words: list[str]) -> str:
+    """For ``bench --babi_id 2`` and the like: an option no subcommand has, which names a config key of the run
+    (``task.babi_id``), is meant as an override: "; config settings are overrides: task.babi_id=2". Only where
+    the command composes a config (``--task`` and ``--model`` given) and the name fits one key; else ''.
+    ``words``: the whole command line, whose word after the option is its value (argparse took it as an
+    override)."""
+    option = next((word for word in extras if word.startswith("--") and len(word) > 2), None)
+    task, model = getattr(parsed, "task", None), getattr(parsed, "model", None)
+    if option is None or not isinstance(task, str) or not isinstance(model, str):
+        return ""
+    name, given, value = option[2:].partition("=")
+    following = words[words.index(option) + 1:] if option in words else []
+    if not given and following and not following[0].startswith("-") and "=" not in following[0]:
+        value = following[0]
+    try:
+        from omegaconf import OmegaConf
+
+        from harness.config import compose
+        from harness.schema import leaves
+
+        composed = compose(task, model, str(getattr(parsed, "profile", None) or "cpu"))
+        keys = [key for key, _ in leaves(OmegaConf.to_container(composed.cfg))]
+    except Exception:  # noqa: BLE001  a hint only: a command line that does not compose gets none
+        return ""
+    fits = [key for key in keys if key.rpartition(".")[2] == name.replace("-", "_")]
+    if len(fits) != 1:
+        return ""
+    return f"; config settings are overrides after the options, KEY=VALUE: {fits[0]}={value or '...'}"
 
 
 RUNS_DIR_HELP = "the run store (default: $HARNESS_RUNS_DIR or ./runs)"

@@ -165,3 +165,18 @@ def test_every_option_and_argument_of_every_command_says_what_it_is():
                for p in parser._parsers() for action in p._actions  # type: ignore[attr-defined]
                if not isinstance(action, argparse._HelpAction | argparse._SubParsersAction) and not action.help]
     assert missing == []
+
+
+# an option that names a config key: the override it was meant as ------------------------------------------------
+@pytest.mark.parametrize(("words", "hint"), [
+    (["--babi_id", "2"], "; config settings are overrides after the options, KEY=VALUE: task.babi_id=2 "),
+    (["--babi-id=3"], "KEY=VALUE: task.babi_id=3 "),
+    (["--lr", "task.babi_id=2"], "KEY=VALUE: optim.lr=... "),
+    (["--nothing_like_a_key", "1"], None),
+])
+def test_an_option_naming_a_config_key_points_at_its_override(words, hint, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["bench", "--task", "babi", "--model", "tpr_rnn", "--profile", "smoke", *words])
+    line = _one_error_line(capsys)
+    assert stopped.value.code == 2 and line.startswith(f"error: unrecognized arguments: {words[0]}")
+    assert (hint in line) if hint else "config settings" not in line
