@@ -38,7 +38,7 @@ list: $(STAMP)
 	@$(BIN)/harness list
 
 # Ray Tune sweep: make sweep SWEEP=sweeps/babi_smoke.yaml [PROFILE=paper] (RAY_ADDRESS=... runs it on a cluster);
-# CELLS: task/model patterns choosing the sweep's cells (--cells; in a sweep of one task, its models); ONLY: space-separated KEY=VALUES, each narrowing one grid (--only)
+# CELLS: task/model patterns choosing the sweep's cells (--cells; in a sweep of one task, its models, e.g. CELLS=tpr_rnn,memn2n); ONLY: space-separated KEY=VALUES, each narrowing one grid (--only)
 sweep: $(STAMP)
 	@test -n "$(SWEEP)" || { echo "make sweep: name a sweep file, e.g. make sweep SWEEP=sweeps/babi_smoke.yaml (ls sweeps/)" >&2; exit 2; }
 	$(BIN)/harness sweep $(SWEEP) $(if $(filter command line,$(origin PROFILE)),--profile $(PROFILE)) \

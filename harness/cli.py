@@ -184,7 +184,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def _choose_cells(sweep: Any, cells: str) -> None:
     """``--cells``: narrow a sweep to the cells matching the comma-separated ``task/model`` patterns. A matrix sweep
     keeps the patterns (:func:`harness.runners.sweep_file.sweep_cells` applies them); a sweep of one task keeps the
-    models whose cell matches, so one model of a paper's grid can run alone, under the same run ids."""
+    models whose cell matches (or, for a pattern without a ``/``, whose name does: ``--cells tpr_rnn,memn2n``), so
+    one model of a paper's grid can run alone, under the same run ids."""
     import fnmatch
 
     patterns = [p.strip() for p in cells.split(",") if p.strip()]
@@ -193,7 +194,8 @@ def _choose_cells(sweep: Any, cells: str) -> None:
     if sweep.tasks:
         sweep.cells = patterns
         return
-    models = [m for m in sweep.models if any(fnmatch.fnmatchcase(f"{sweep.task}/{m}", p) for p in patterns)]
+    models = [m for m in sweep.models if any(fnmatch.fnmatchcase(f"{sweep.task}/{m}", p)
+                                             or ("/" not in p and fnmatch.fnmatchcase(str(m), p)) for p in patterns)]
     if not models:
         known = ", ".join(f"{sweep.task}/{m}" for m in sweep.models)
         raise UserError(f"sweep {sweep.name}: none of its cells match {', '.join(patterns)}; its cells: {known}")
@@ -547,7 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default=None, help="run at this profile (default: the file's)")
     p.add_argument("--cells", default=None, metavar="PATTERNS",
                    help="only these cells, as task/model patterns, e.g. 'babi/*,relations_game/lstm' (a sweep of "
-                        "one task: its models, e.g. 'relations_game/predinet'); default: all")
+                        "one task: its models, e.g. 'relations_game/predinet' or 'predinet,mlp*'); default: all")
     p.add_argument("--only", action="append", default=None, metavar="KEY=VALUES",
                    help="only these values of one grid key, e.g. task.babi_id=1,8 or "
                         "'model.operations=[write],[write,move]'; repeat it to add values of that key or narrow "

@@ -74,6 +74,8 @@ def test_cells_narrow_a_sweep_of_one_task_to_its_matching_models(env, capsys):
     table1 = ["sweep", str(ROOT / "sweeps" / "predinet_table1.yaml"), "--dry-run", "--only", "task.tasks=[xoccurs]"]
     assert main([*table1, "--cells", "relations_game/mlp*,relations_game/mha"]) == 0
     assert "relations_game x mlp1, mlp2, mha, profile cpu, 9 trials" in capsys.readouterr().out
+    assert main([*table1, "--cells", "mlp*,mha"]) == 0  # in a sweep of one task, its models' names alone
+    assert "relations_game x mlp1, mlp2, mha, profile cpu, 9 trials" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
