@@ -64,6 +64,8 @@ when it raises. A sweep stopped part-way (Ctrl-C: Ray Tune catches it and ends t
 had not reported with what the run store holds for it (its run id computed as the trial computes it; a trial that
 never started says ``not started``, never failed), says that the same command resumes the sweep (completed runs
 are reported, the others resume from their checkpoints) and exits 130, as an interrupted ``harness bench``.
+A local sweep whose every trial's run is already completed (a grid, listed before Tune runs:
+:func:`completed_sweep_rows`) is reported from the store without starting Ray.
 A trial whose mistake is caught before its run directory exists (a malformed data file) leaves no run; the
 sweep's table still lists it, with its status and the one-line reason.
 
@@ -86,6 +88,7 @@ Two modes:
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -408,6 +411,11 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     check_sweep(sweep)
     configure_environment()
     runs_dir = runs_dir.resolve()
+    finished = None if os.environ.get("RAY_ADDRESS") else completed_sweep_rows(sweep, runs_dir)
+    if finished is not None:  # nothing to train here: the table from the store, without starting Ray
+        print(f"sweep {sweep.name}: every one of its {len(finished)} trials' runs is completed in {runs_dir}; "
+              "nothing to run (harness bench --force retrains one)", flush=True)
+        return finished
     cluster = bool(os.environ.get("RAY_ADDRESS"))
     env = {key: str(Path(os.environ.get(key, default)).resolve())
            for key, default in (("HARNESS_DATA_DIR", "data"), ("HARNESS_CACHE_DIR", ".cache/harness"))}
@@ -456,6 +464,47 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     if any(_reported_nothing(result) for result in results):  # Ctrl-C: Tune ended the sweep before every trial ran
         raise SweepInterrupted(rows)  # exit code 130, as an interrupted `harness bench`, after the table
     return rows
+
+
+def grid_trials(sweep: Sweep) -> list[dict[str, Any]] | None:
+    """Every trial of a sweep whose trials can be listed before Tune runs (one sample of a grid: each space key a
+    ``grid``, ``num_samples`` 1, seeds not stacked), as Tune's configs for them; None for any other sweep."""
+    if sweep.num_samples != 1 or sweep.stack_seeds or any(spec["type"] != "grid" for spec in sweep.space.values()):
+        return None
+    cells = [{"cell": entry} for entry in trial_cells(sweep)] if sweep.tasks else \
+        [{"model": str(model)} for model in sweep.models]
+    keys = list(sweep.space)
+    points = [dict(zip(keys, values, strict=True))
+              for values in itertools.product(*(sweep.space[key]["values"] for key in keys))]
+    return [{**cell, "seed": seed, "space": point} for cell in cells for seed in sweep.seeds for point in points]
+
+
+def completed_sweep_rows(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]] | None:
+    """The sweep's table (:func:`sweep_rows`' rows) when every one of its trials' runs is completed in
+    ``runs_dir``, read from the store without starting Ray (a local sweep: on a cluster the sweep still connects,
+    so that an address or token it cannot use is said); None when a trial has something to do, or when the
+    trials cannot be listed beforehand (:func:`grid_trials`). A trial with no completed run of its task, model,
+    profile and seed in the store ends the check before any config is composed, so a sweep with work to do
+    pays nothing for it; otherwise each trial's run id is computed as the trial computes it."""
+    trials = grid_trials(sweep)
+    if not trials:
+        return None
+    for trial in trials:
+        task, model = trial_cell(sweep, trial)
+        prefix = f"{task}-{model}-{sweep.profile}-s{trial['seed']}-"
+        if not any(_completed(path) for path in (runs_dir / task / model).glob(f"{prefix}*/results.json")):
+            return None
+    rows = [_stored_row(sweep, trial, runs_dir) for trial in trials]
+    if any(row["status"] != "completed" for row in rows):
+        return None
+    return sorted(rows, key=lambda row: row["trial"])
+
+
+def _completed(path: Path) -> bool:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("status") == "completed"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 class SweepInterrupted(KeyboardInterrupt):
