@@ -391,10 +391,8 @@ _ENDED = {"diverged": "diverged", "failed": "failed", "interrupted": "was interr
 def recorded_wall_time(run: RunRecord) -> float | None:
     """The wall time ``results.json`` records, in seconds; None where it records no number, or 0 s for a running
     (or killed) run: ``results.json`` holds 0 s until an attempt ends, which is not how long it has run."""
-    wall = run.results.get("wall_time_s")
-    if not isinstance(wall, int | float) or isinstance(wall, bool) or not math.isfinite(wall):
-        return None
-    return None if run.status == "running" and wall == 0 else float(wall)
+    wall = _as_number(run.results.get("wall_time_s"))
+    return None if wall is None or (run.status == "running" and wall == 0) else wall
 
 
 def wall_time(run: RunRecord, text: str) -> str:
