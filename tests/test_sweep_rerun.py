@@ -1,7 +1,8 @@
 """A sweep whose every trial's run is already completed in the store is reported from the store, without starting
-Ray (before, each trial started a Ray worker only to say ``already completed``); a sweep with anything left to do,
-or whose trials cannot be listed before Tune samples them, still goes to Ray. The trials here are trained by the
-sweep's own trial function, in this process (smoke profile, seconds)."""
+Ray (before, each trial started a Ray worker only to say ``already completed``); one with some trials left gives
+Tune only those and reports the others from the store; one whose trials cannot be listed before Tune samples them
+goes to Ray whole. The trials here are trained by the sweep's own trial function, in this process (smoke profile,
+seconds)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 
 from harness import cli
 from harness.runners.sweep_file import load_sweep
-from harness.runners.tune import completed_sweep_rows, grid_trials, run_sweep, run_trial
+from harness.runners.tune import completed_sweep_rows, grid_trials, run_sweep, run_trial, split_completed
+from tests.conftest import requires_loopback_only, run_cli_loopback
 
 SWEEP = """name: rerun_check
 task: babi
@@ -75,3 +77,26 @@ def test_a_sweep_whose_trials_tune_samples_is_not_listed_beforehand(sweep_file):
     assert grid_trials(sweep) is None
     sweep.num_samples, sweep.stack_seeds = 1, True
     assert grid_trials(sweep) is None
+
+
+@requires_loopback_only
+def test_a_sweep_run_again_part_way_gives_tune_only_the_trials_left(env, sweep_file, monkeypatch):
+    runs = Path(env["HARNESS_RUNS_DIR"])
+    sweep = load_sweep(sweep_file)
+    trials = grid_trials(sweep)
+    monkeypatch.setitem(os.environ, "HARNESS_RUNS_DIR", str(runs))
+    first = run_trial(trials[0], sweep)  # seed 0 trained before, as by a sweep stopped after its first trial
+    done, left = split_completed(sweep, runs)
+    assert [(row["trial"], row["run_id"]) for row in done] == [("lstm seed=0 train.max_epochs=1", first["run_id"])]
+    assert left == [trials[1]]
+
+    result = run_cli_loopback(["sweep", str(sweep_file), "--runs-dir", str(runs)], env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "1 of its 2 trials' runs are completed" in result.stdout and "running the other 1" in result.stdout
+    assert "already completed" not in result.stdout + result.stderr  # no Ray worker started for seed 0
+    table = [line for line in result.stdout.splitlines() if line.startswith("lstm seed=")]
+    assert [line.split()[:2] for line in table] == [["lstm", "seed=0"], ["lstm", "seed=1"]]
+    assert first["run_id"] in table[0] and all("completed" in line for line in table)
+    tune_trials = list((runs / "_tune" / "rerun_check").glob("*/params.json"))
+    assert len(tune_trials) == 1 and json.loads(tune_trials[0].read_text())["listed_trial"]["seed"] == 1
+    assert completed_sweep_rows(sweep, runs) is not None  # and now the sweep is finished

@@ -64,8 +64,11 @@ when it raises. A sweep stopped part-way (Ctrl-C: Ray Tune catches it and ends t
 had not reported with what the run store holds for it (its run id computed as the trial computes it; a trial that
 never started says ``not started``, never failed), says that the same command resumes the sweep (completed runs
 are reported, the others resume from their checkpoints) and exits 130, as an interrupted ``harness bench``.
-A local sweep whose every trial's run is already completed (a grid, listed before Tune runs:
-:func:`completed_sweep_rows`) is reported from the store without starting Ray.
+A local sweep whose trials can be listed before Tune runs (a grid: :func:`grid_trials`) gives Tune only the
+trials whose runs are not completed in the store, and reports the others from the store
+(:func:`split_completed`): a sweep finished before is reported without starting Ray, and one that stopped
+part-way starts a Ray worker only for what is left (each completed trial used to start one to say ``already
+completed``).
 A trial whose mistake is caught before its run directory exists (a malformed data file) leaves no run; the
 sweep's table still lists it, with its status and the one-line reason.
 
@@ -273,6 +276,7 @@ def _run_trial(trial: dict[str, Any], sweep: Sweep, env: dict[str, str], store: 
     import torch
     from ray import tune
 
+    trial = unlisted(trial)
     if not _PROCESS_THREADS:
         _PROCESS_THREADS.append(torch.get_num_threads())
     torch.set_num_threads(_PROCESS_THREADS[0])
@@ -411,11 +415,15 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     check_sweep(sweep)
     configure_environment()
     runs_dir = runs_dir.resolve()
-    finished = None if os.environ.get("RAY_ADDRESS") else completed_sweep_rows(sweep, runs_dir)
-    if finished is not None:  # nothing to train here: the table from the store, without starting Ray
+    split = None if os.environ.get("RAY_ADDRESS") else split_completed(sweep, runs_dir)
+    finished, left = split if split is not None else ([], None)
+    if split is not None and not left:  # nothing to train here: the table from the store, without starting Ray
         print(f"sweep {sweep.name}: every one of its {len(finished)} trials' runs is completed in {runs_dir}; "
               "nothing to run (harness bench --force retrains one)", flush=True)
         return finished
+    if finished:
+        print(f"sweep {sweep.name}: {len(finished)} of its {len(finished) + len(left)} trials' runs are completed in "
+              f"{runs_dir} (reported from the store); running the other {len(left)}", flush=True)
     cluster = bool(os.environ.get("RAY_ADDRESS"))
     env = {key: str(Path(os.environ.get(key, default)).resolve())
            for key, default in (("HARNESS_DATA_DIR", "data"), ("HARNESS_CACHE_DIR", ".cache/harness"))}
@@ -442,6 +450,7 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
         store = start_driver_store(runs_dir) if cluster else None
 
         def resources(config: dict[str, Any]) -> Any:  # each trial's CPUs (an RL cell's env runners too)
+            config = unlisted(config)
             task, model = trial_cell(sweep, config)
             space = config.get("space") or {}
             choice = runner_choice(space[RUNNERS_KEY]) if RUNNERS_KEY in space else ()
@@ -453,14 +462,14 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
         trainable = tune.with_resources(tune.with_parameters(_run_trial, sweep=sweep, env=env, store=store), resources)
         tuner = tune.Tuner(
             trainable,
-            param_space=_tune_space(sweep),
+            param_space=_tune_space(sweep) if left is None else {LISTED: tune.grid_search(left)},
             tune_config=tune.TuneConfig(num_samples=sweep.num_samples, max_concurrent_trials=sweep.max_concurrent,
                                         reuse_actors=sweep.reuse_processes),
             run_config=tune.RunConfig(name=sweep.name, storage_path=str(runs_dir / "_tune"), verbose=1),
         )
         grid = fit_sweep(tuner, sweep.name)
         results = list(grid)
-        rows = sweep_rows(results, sweep, runs_dir, trial_configs(grid))
+        rows = sweep_rows(results, sweep, runs_dir, trial_configs(grid), stored=finished)
     if any(_reported_nothing(result) for result in results):  # Ctrl-C: Tune ended the sweep before every trial ran
         raise SweepInterrupted(rows)  # exit code 130, as an interrupted `harness bench`, after the table
     return rows
@@ -479,25 +488,43 @@ def grid_trials(sweep: Sweep) -> list[dict[str, Any]] | None:
     return [{**cell, "seed": seed, "space": point} for cell in cells for seed in sweep.seeds for point in points]
 
 
-def completed_sweep_rows(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]] | None:
-    """The sweep's table (:func:`sweep_rows`' rows) when every one of its trials' runs is completed in
-    ``runs_dir``, read from the store without starting Ray (a local sweep: on a cluster the sweep still connects,
-    so that an address or token it cannot use is said); None when a trial has something to do, or when the
-    trials cannot be listed beforehand (:func:`grid_trials`). A trial with no completed run of its task, model,
-    profile and seed in the store ends the check before any config is composed, so a sweep with work to do
-    pays nothing for it; otherwise each trial's run id is computed as the trial computes it."""
+def split_completed(sweep: Sweep, runs_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """A listable sweep's trials (:func:`grid_trials`) split by the run store: the rows (:func:`sweep_rows`'
+    rows, sorted) of those whose run is completed in ``runs_dir``, read from the store, and the trials (Tune's
+    configs) left to run; None when the trials cannot be listed beforehand. Only a trial with a completed run of
+    its task, model, profile and seed in the store is composed (its run id computed as the trial computes it), so
+    a sweep that has trained nothing yet pays nothing for the check."""
     trials = grid_trials(sweep)
     if not trials:
         return None
+    done, left = [], []
     for trial in trials:
         task, model = trial_cell(sweep, trial)
         prefix = f"{task}-{model}-{sweep.profile}-s{trial['seed']}-"
-        if not any(_completed(path) for path in (runs_dir / task / model).glob(f"{prefix}*/results.json")):
-            return None
-    rows = [_stored_row(sweep, trial, runs_dir) for trial in trials]
-    if any(row["status"] != "completed" for row in rows):
-        return None
-    return sorted(rows, key=lambda row: row["trial"])
+        row = None
+        if any(_completed(path) for path in (runs_dir / task / model).glob(f"{prefix}*/results.json")):
+            row = _stored_row(sweep, trial, runs_dir)
+        if row is not None and row["status"] == "completed":
+            done.append(row)
+        else:
+            left.append(trial)
+    return sorted(done, key=lambda row: row["trial"]), left
+
+
+def completed_sweep_rows(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]] | None:
+    """The sweep's table when every one of its trials' runs is completed in ``runs_dir`` (:func:`split_completed`),
+    None when a trial has something to do or the trials cannot be listed beforehand."""
+    split = split_completed(sweep, runs_dir)
+    return split[0] if split is not None and not split[1] else None
+
+
+LISTED = "listed_trial"  # the key of Tune's grid over the trials left to run (a sweep run in part, split_completed)
+
+
+def unlisted(config: dict[str, Any]) -> dict[str, Any]:
+    """A trial's config as Tune passes it: from the grid of :func:`split_completed`'s trials left, or the sweep's
+    own space."""
+    return config[LISTED] if LISTED in config else config
 
 
 def _completed(path: Path) -> bool:
@@ -527,10 +554,11 @@ def trial_configs(grid: Any) -> list[dict[str, Any] | None] | None:
         return None
 
 
-def sweep_rows(results: list[Any], sweep: Sweep, runs_dir: Path,
-               configs: list[dict[str, Any] | None] | None = None) -> list[dict[str, Any]]:
-    """The rows of Tune's results, sorted by trial; when Tune stopped trials before they reported (Ctrl-C), what
-    the run store holds for them (``configs``, :func:`trial_configs`, names a trial that never started), and one line
+def sweep_rows(results: list[Any], sweep: Sweep, runs_dir: Path, configs: list[dict[str, Any] | None] | None = None,
+               stored: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The rows of Tune's results with the ``stored`` rows of trials Tune was not given (completed before,
+    :func:`split_completed`), sorted by trial; when Tune stopped trials before they reported (Ctrl-C), what the
+    run store holds for them (``configs``, :func:`trial_configs`, names a trial that never started), and one line
     saying how the sweep goes on. Trials whose config is not known at all are counted in one last row."""
     if configs is None or len(configs) != len(results):
         configs = [None] * len(results)
@@ -545,7 +573,7 @@ def sweep_rows(results: list[Any], sweep: Sweep, runs_dir: Path,
         print(f"sweep {sweep.name} was stopped (interrupted) before {stopped} of its {len(results)} trials reported: "
               "the same `harness sweep` command resumes it (completed runs are reported, not retrained; the others "
               "resume from their checkpoints), so Ray's Tuner.restore is not needed", flush=True)
-    rows = sorted(rows, key=lambda row: row["trial"])
+    rows = sorted(rows + list(stored or []), key=lambda row: row["trial"])
     if unknown:
         rows.append({"trial": f"{unknown} more trial{'s' if unknown > 1 else ''}", "run_id": None,
                      "status": "interrupted", "reason": "not started: the sweep stopped before "
@@ -571,7 +599,7 @@ def _rows(result: Any, sweep: Sweep, runs_dir: Path, known: dict[str, Any] | Non
     """The rows of one finished trial: its own (:func:`_row`), or one per member of a stacked trial. A trial that
     reported nothing (the sweep was stopped first) is described by what the run store holds; ``known`` is its
     config when the result lacks it (a trial that never started)."""
-    config = result.config or known or {}
+    config = unlisted(result.config or known or {})
     configs = member_trials(config) if "seeds" in config else [config]
     if _reported_nothing(result):
         return [_stored_row(sweep, trial, runs_dir) for trial in configs]
