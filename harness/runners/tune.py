@@ -462,7 +462,7 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
         trainable = tune.with_resources(tune.with_parameters(_run_trial, sweep=sweep, env=env, store=store), resources)
         tuner = tune.Tuner(
             trainable,
-            param_space=_tune_space(sweep) if left is None else {LISTED: tune.grid_search(left)},
+            param_space={LISTED: tune.grid_search(left)} if finished else _tune_space(sweep),
             tune_config=tune.TuneConfig(num_samples=sweep.num_samples, max_concurrent_trials=sweep.max_concurrent,
                                         reuse_actors=sweep.reuse_processes),
             run_config=tune.RunConfig(name=sweep.name, storage_path=str(runs_dir / "_tune"), verbose=1),
