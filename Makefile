@@ -1,6 +1,6 @@
 # The harness's entry points. Each target creates .venv and installs the pinned dependencies on first use.
 #   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0 | SEEDS=0,1,2] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
-#   make sweep SWEEP=sweeps/<name>.yaml [CELLS='babi/*'] [ONLY=task.babi_id=1,8] | make report | make publish RUNS="<run_id> ..." | make readme
+#   make sweep SWEEP=sweeps/<name>.yaml [CELLS='babi/*'] [ONLY=task.babi_id=1,8] [SEEDS=0,1,2] | make report | make publish RUNS="<run_id> ..." | make readme
 #   make test | make lint | make list | make perf | make perf-publish | make sync | make clean
 
 PYTHON ?= python3
@@ -39,10 +39,11 @@ list: $(STAMP)
 
 # Ray Tune sweep: make sweep SWEEP=sweeps/babi_smoke.yaml [PROFILE=paper] (RAY_ADDRESS=... runs it on a cluster);
 # CELLS: task/model patterns choosing the sweep's cells (--cells; in a sweep of one task, its models, e.g. CELLS=tpr_rnn,memn2n); ONLY: space-separated KEY=VALUES, each narrowing one grid (--only)
+# SEEDS: the seeds to run instead of the file's (--seeds): a sweep run before trains only the new ones
 sweep: $(STAMP)
 	@test -n "$(SWEEP)" || { echo "make sweep: name a sweep file, e.g. make sweep SWEEP=sweeps/babi_smoke.yaml (ls sweeps/)" >&2; exit 2; }
 	$(BIN)/harness sweep $(SWEEP) $(if $(filter command line,$(origin PROFILE)),--profile $(PROFILE)) \
-		$(if $(CELLS),--cells '$(CELLS)') $(foreach only,$(ONLY),--only '$(only)')
+		$(if $(SEEDS),--seeds $(SEEDS)) $(if $(CELLS),--cells '$(CELLS)') $(foreach only,$(ONLY),--only '$(only)')
 
 # The HTML report (reports/out/index.html), built only from the run store.
 report: $(STAMP)

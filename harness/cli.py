@@ -147,6 +147,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     sweep = load_sweep(Path(args.file))
     if args.profile:
         sweep.profile = args.profile
+    if args.seeds is not None:  # the trials of the file's seeds keep their run ids: only new seeds train
+        sweep.seeds = _seed_list(args.seeds)
     if args.cells is not None:
         _choose_cells(sweep, args.cells)
     for choice in args.only or []:
@@ -547,6 +549,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
     p.add_argument("--dry-run", action="store_true", help="check the sweep and count its trials; start nothing")
     p.add_argument("--profile", default=None, help="run at this profile (default: the file's)")
+    p.add_argument("--seeds", default=None, metavar="0,1,2",
+                   help="run these seeds (integers >= 0) instead of the file's; the trials of a seed the file "
+                        "has keep their run ids, so a sweep run before trains only the new seeds (default: the "
+                        "file's seeds)")
     p.add_argument("--cells", default=None, metavar="PATTERNS",
                    help="only these cells, as task/model patterns, e.g. 'babi/*,relations_game/lstm' (a sweep of "
                         "one task: its models, e.g. 'relations_game/predinet' or 'predinet,mlp*'); default: all")

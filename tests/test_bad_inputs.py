@@ -367,6 +367,12 @@ MISTAKES: list[Mistake] = [
             sweep_file(SWEEP_HEAD + "models: [lstm]\nspace:\n  task.babi_id: {type: grid, values: [1, 2]}\n")),
     Mistake("sweep --only key that is no grid", sweep("--only", "optim.lr=1"), "not a grid of sweep mistaken",
             sweep_file(SWEEP_HEAD + "models: [lstm]\n")),
+    Mistake("sweep --seeds negative", sweep("--seeds", "-1,2"), "a seed is an integer >= 0, got -1",
+            sweep_file(SWEEP_HEAD + "models: [lstm]\n")),
+    Mistake("sweep --seeds repeated", sweep("--seeds", "0,0"), "repeats 0: give each seed once",
+            sweep_file(SWEEP_HEAD + "models: [lstm]\n")),
+    Mistake("sweep --seeds not integers", sweep("--seeds", "a"), "--seeds takes comma-separated integers",
+            sweep_file(SWEEP_HEAD + "models: [lstm]\n")),
 ]
 
 # Rows that also run as `python -m harness.cli`: one of each kind of check, through the real entry point.

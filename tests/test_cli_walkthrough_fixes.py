@@ -194,7 +194,7 @@ def test_suggestions_that_fit_several_keys_or_none_fall_back_to_spelling():
 # 7. argparse errors of a subcommand point at its help ------------------------------------------------------------
 @pytest.mark.parametrize(("args", "fragments"), [
     (["validate", *BABI_LSTM, "--seeds", "0,1"],
-     ["unrecognized arguments: --seeds", "--seeds is not an option of validate (bench has it)",
+     ["unrecognized arguments: --seeds", "--seeds is not an option of validate (bench, sweep have it)",
       "(see `harness validate --help`)"]),
     (["data", "babi", "--out", "x", "--bogus"], ["--bogus (see `harness data babi --help`)"]),
     (["runs", "--task"], ["(see `harness runs --help`)"]),

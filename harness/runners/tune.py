@@ -34,7 +34,9 @@ time (``sweeps/matrix_cpu.yaml``)::
 ``--only task.babi_id=1,8`` (any sweep) only those values of one of its grids: the trials left are the whole
 sweep's, with their run ids, so a sweep can be run in parts. ``--only`` repeats: for one key its values add up
 (``--only task.babi_id=1 --only task.babi_id=8`` is ``--only task.babi_id=1,8``), for different keys each narrows
-its own grid (the trials left match all of them).
+its own grid (the trials left match all of them). ``--seeds 0,1,2`` runs those seeds instead of the file's; a
+seed's trials have the same run ids whichever seeds run beside it, so adding seeds to a sweep run before trains
+only the new ones (the others are read from the store, :func:`split_completed`).
 
 With ``stack_seeds: true`` the seeds of one trial point (same cell, same sampled values) are ONE trial, which
 trains them as a stack (:func:`harness.runners.stacked_launch.launch_stack`, ``docs/stacked_runs.md``); each
