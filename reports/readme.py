@@ -501,16 +501,39 @@ def _held_out(run: RunRecord) -> str:
     not complete, its status and reason."""
     if run.status != "completed":
         return f"{run.status}: {run.results.get('error') or 'no reason recorded'}"
-    held_out = cfg_get(run.config, "task.test_sets")  # the Relations Game's held-out object sets
+    return _held_out_mean([run])
+
+
+def _held_out_mean(runs: list[RunRecord]) -> str:
+    """:func:`_held_out` of completed runs of one configuration: each number's mean ± sd over the runs."""
+    first = runs[0]
+    held_out = cfg_get(first.config, "task.test_sets")  # the Relations Game's held-out object sets
     if isinstance(held_out, list) and held_out:
-        return ", ".join(f"{name} {mean_sd(metric_values([run], f'test_{name}/acc'))}"
-                         for name in held_out if run.metric(f"test_{name}/acc") is not None)
-    if run.is_rl:
-        shown = [f"return {mean_sd(metric_values([run], 'eval/episode_return'), 1.0)}"]
-        if run.metric("eval/win_rate") is not None:
-            shown.append(f"win rate {mean_sd(metric_values([run], 'eval/win_rate'))}")
+        return ", ".join(f"{name} {mean_sd(values)}" for name in held_out
+                         if (values := metric_values(runs, f"test_{name}/acc")))
+    if first.is_rl:
+        shown = [f"return {mean_sd(metric_values(runs, 'eval/episode_return'), 1.0)}"]
+        if win_rates := metric_values(runs, "eval/win_rate"):
+            shown.append(f"win rate {mean_sd(win_rates)}")
         return ", ".join(shown)
-    return mean_sd(metric_values([run], "test/acc"))
+    return mean_sd(metric_values(runs, "test/acc"))
+
+
+def _held_out_seeds(runs: list[RunRecord]) -> str:
+    """A matrix cell's held-out numbers over its seeds: the completed runs' mean ± sd, then each other run's
+    status and reason."""
+    done = [run for run in runs if run.status == "completed"]
+    shown = [_held_out_mean(done)] if done else []
+    shown += [f"seed {run.seed}: {_held_out(run)}" if len(runs) > 1 else _held_out(run)
+              for run in runs if run.status != "completed"]
+    return "; ".join(shown)
+
+
+def _training_seeds(runs: list[RunRecord]) -> str:
+    """How far each seed of a matrix cell trained and what ended it (:func:`_training`)."""
+    if len(runs) == 1:
+        return _training(runs[0])
+    return "; ".join(f"seed {run.seed}: {_training(run)}" for run in runs)
 
 
 def _training(run: RunRecord) -> str:
@@ -549,14 +572,35 @@ def _selected(run: RunRecord) -> str:
 def matrix_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     chosen = sorted((run for run in runs if in_matrix(run) and run.task not in (*LRA_TASKS, *STREAM_TASKS)),
                     key=lambda run: (run.task, _setting(run), run.model, natural_key(run.run_id)))
-    rows = [[run.task, _setting(run), run.model, _held_out(run), _training(run), minutes([run]), run_ids([run])]
-            for run in chosen]
-    header = ["task", "setting", "model", "held-out: test acc % / RL evaluation", "training", "wall time", "run"]
-    return ["### The matrix at the cpu profile (sweeps/matrix_cpu.yaml: one seed, 10 minutes per cell)", "",
-            "Cells of the task x model matrix that the adapters opened, on a 2-core machine. A cell that "
+    cells: dict[tuple[str, str, str], list[RunRecord]] = {}  # a cell's seeds, in the order of their run ids
+    for run in chosen:
+        cells.setdefault((run.task, _setting(run), run.model), []).append(run)
+    rows = [[task, where, model, str(len(group)), _held_out_seeds(group), _training_seeds(group), minutes(group),
+             run_ids(group)] for (task, where, model), group in cells.items()]
+    header = ["task", "setting", "model", "seeds", "held-out: test acc % / RL evaluation (mean ± sd over seeds)",
+              "training", "wall time (mean)", "runs"]
+    return [f"### The matrix at the cpu profile (sweeps/matrix_cpu.yaml: {_seeds_note(cells)}, 10 minutes per cell)",
+            "", "Cells of the task x model matrix that the adapters opened, on a 2-core machine. A cell that "
             "stops learning ends after 10 epochs without a better validation accuracy; the others end at the "
             "10-minute cap or their profile's budget. Its ListOps and Pathfinder cells are in the Long Range Arena "
             "table above, its world-state cells in the world-state tables.", "", *_table(header, rows)]
+
+
+def _seeds_note(cells: dict[tuple[str, str, str], list[RunRecord]]) -> str:
+    """How many seeds the matrix's cells ran: "one seed", or "one seed; two on babi" where a task's differ."""
+    counts: dict[str, frozenset[int]] = {}
+    for (task, _, _), group in cells.items():
+        counts[task] = counts.get(task, frozenset()) | {len(group)}
+    if not counts:
+        return "no runs"
+    usual = statistics.mode(counts.values())
+    said = [_number_words(usual) + (" seed" if usual == {1} else " seeds")]
+    return "; ".join(said + [f"{_number_words(found)} on {task}" for task, found in counts.items() if found != usual])
+
+
+def _number_words(numbers: frozenset[int]) -> str:
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+    return " or ".join(words.get(n, str(n)) for n in sorted(numbers))
 
 
 LRA_TASKS = ("listops", "pathfinder")  # Long Range Arena: every run of these tasks goes in the LRA table

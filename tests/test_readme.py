@@ -80,7 +80,7 @@ def test_the_matrix_sweeps_runs_have_their_own_table(tmp_path):  # results.json 
     section = render(store)
     matrix = section.split("### The matrix", 1)[1]
     assert "_No reference run yet._" in section.split("### The matrix", 1)[0]  # not in the bAbI table
-    assert "| babi | task 2, en-10k (files) | predinet | 54.5 | 2 of 4 epochs, best at epoch 1 |" in matrix
+    assert "| babi | task 2, en-10k (files) | predinet | 1 | 54.5 | 2 of 4 epochs, best at epoch 1 |" in matrix
     assert "diverged: non-finite training loss (nan) at step 1035" in matrix and "`babi-predinet-cpu-s0-a`" in matrix
 
 
@@ -352,3 +352,28 @@ def test_ablations_on_generated_data_stand_beside_the_full_model_on_generated_da
     assert "| write | en-10k (generator) |" in rows[1] and "> 5 (failed)" in rows[1]
     fidelity = text.split("Generator fidelity:")[1].split("\n\n")[1]
     assert "`babi-tpr_rnn-cpu-s0-g`" in fidelity and "`babi-tpr_rnn-cpu-s0-h`" not in fidelity
+
+
+def test_a_matrix_cell_run_with_several_seeds_is_one_row_with_their_mean_and_each_seeds_training():
+    from reports.readme import matrix_section
+    from reports.store import RunRecord
+
+    def run(model: str, seed: int, acc: float | None, status: str = "completed") -> RunRecord:
+        config = {"seed": seed, "tracking": {"group": "matrix_cpu"}, "train": {"max_epochs": 200},
+                  "task": {"name": "babi", "babi_id": 1, "data_set": "en-10k", "source": "files"}}
+        results = {"seed": seed, "epochs": 5 + seed, "metrics": {} if acc is None else {"test/acc": acc},
+                   "wall_time_s": 60.0 * (seed + 1), "error": "diverged" if status == "failed" else None}
+        return RunRecord(path=Path(model), rel_path=model, task="babi", model=model,
+                         run_id=f"babi-{model}-cpu-s{seed}-0", results=results, status=status, config=config)
+
+    lines = matrix_section([run("lstm", 1, 0.5), run("lstm", 0, 0.7), run("mha", 0, 1.0),
+                            run("mlp1", 0, 0.4), run("mlp1", 1, None, status="failed")], [])
+    assert lines[0] == ("### The matrix at the cpu profile (sweeps/matrix_cpu.yaml: one or two seeds, "
+                        "10 minutes per cell)")
+    rows = [line for line in lines if line.startswith("| babi")]
+    assert rows == [
+        "| babi | task 1, en-10k (files) | lstm | 2 | 60.0 ± 14.1 | seed 0: 5 of 200 epochs; seed 1: 6 of 200 epochs "
+        "| 1.5 min | `babi-lstm-cpu-s0-0`, `babi-lstm-cpu-s1-0` |",
+        "| babi | task 1, en-10k (files) | mha | 1 | 100.0 | 5 of 200 epochs | 1.0 min | `babi-mha-cpu-s0-0` |",
+        "| babi | task 1, en-10k (files) | mlp1 | 2 | 40.0; seed 1: failed: diverged | seed 0: 5 of 200 epochs; "
+        "seed 1: 6 of 200 epochs | 1.5 min | `babi-mlp1-cpu-s0-0`, `babi-mlp1-cpu-s1-0` |"]
