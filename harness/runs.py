@@ -247,14 +247,21 @@ def owner_state(results: dict[str, Any]) -> str | None:
         return "gone"
     except PermissionError:
         return "alive"
-    return "alive" if _pid_cmdline_mentions(pid, "harness") else "gone"  # else the pid was reused
+    return "alive" if _may_own_a_run(pid) else "gone"  # else the pid was reused
 
 
-def _pid_cmdline_mentions(pid: int, word: str) -> bool:
+OWNER_TITLES = ("harness", "ray::")  # a run's process: the command line's, or a Ray worker's (a sweep's trial)
+
+
+def _may_own_a_run(pid: int) -> bool:
+    """Whether process ``pid`` may be one that runs a harness run: its command line names the harness, or it is a
+    Ray worker, which replaces its command line by its task's name (``ray::ImplicitFunc.train`` for a sweep's
+    trial); an unreadable command line counts as one."""
     try:
-        return word in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return True
+    return any(title in cmdline for title in OWNER_TITLES)
 
 
 def run_dir(task: str, model: str, run_id: str, runs_dir: Path | None = None) -> Run:

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -56,6 +57,25 @@ def test_runs_marks_a_running_run_whose_process_is_gone_but_not_one_of_another_h
     assert row["b-elsewhere"].split()[1] == "running" and "gone" not in row["b-elsewhere"]
     assert owner_state({"status": "running", "owner": {"host": here, "pid": os.getpid()}}) is None  # itself
     assert "1 run(s) say running but their process has ended" in lines[-1]
+
+
+def test_a_sweep_trials_run_is_alive_while_its_ray_worker_runs_under_the_workers_title():
+    """A Ray worker rewrites its command line (``ray::ImplicitFunc.train``): its run is still alive, so `harness runs`
+    does not call it killed and `harness bench` of the same run does not become its second writer; a process of
+    another program with the run's pid (reused) still means the run's process is gone."""
+    here = socket.gethostname()
+    worker = subprocess.Popen(["bash", "-c", "exec -a ray::ImplicitFunc.train sleep 30"])
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        deadline = time.monotonic() + 10
+        while b"ray::" not in Path(f"/proc/{worker.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.05)  # until bash has exec'd
+        assert owner_state({"status": "running", "owner": {"host": here, "pid": worker.pid}}) == "alive"
+        assert owner_state({"status": "running", "owner": {"host": here, "pid": other.pid}}) == "gone"
+    finally:
+        for process in (worker, other):
+            process.kill()
+            process.wait()
 
 
 def test_a_second_ctrl_c_while_the_final_status_is_written_leaves_the_run_interrupted(env, monkeypatch, capsys):
