@@ -14,7 +14,7 @@ import pytest
 
 from harness import cli
 from harness.runners.sweep_file import load_sweep
-from harness.runners.tune import completed_sweep_rows, grid_trials, run_sweep, run_trial, split_completed
+from harness.runners.tune import grid_trials, run_sweep, run_trial, split_completed
 from tests.conftest import requires_loopback_only, run_cli_loopback
 
 SWEEP = """name: rerun_check
@@ -43,11 +43,11 @@ def test_a_finished_sweep_is_reported_from_the_store_without_ray(env, sweep_file
     trials = grid_trials(sweep)
     assert [(t["model"], t["seed"], t["space"]) for t in trials] == [("lstm", 0, {"train.max_epochs": 1}),
                                                                     ("lstm", 1, {"train.max_epochs": 1})]
-    assert completed_sweep_rows(sweep, runs) is None  # nothing trained yet
+    assert split_completed(sweep, runs) == ([], trials)  # nothing trained yet
     monkeypatch.setitem(os.environ, "HARNESS_RUNS_DIR", str(runs))
     first = run_trial(trials[0], sweep)
     assert first["status"] == "completed"
-    assert completed_sweep_rows(sweep, runs) is None  # seed 1 still to run
+    assert split_completed(sweep, runs)[1] == [trials[1]]  # seed 1 still to run
     second = run_trial(trials[1], sweep)
 
     monkeypatch.setattr("harness.runners.ray_session.ray_session", no_ray)
@@ -64,7 +64,7 @@ def test_a_finished_sweep_is_reported_from_the_store_without_ray(env, sweep_file
     results = next(runs.glob(f"babi/lstm/{second['run_id']}/results.json"))  # one run left unfinished: to Ray
     record = json.loads(results.read_text())
     results.write_text(json.dumps({**record, "status": "interrupted"}))
-    assert completed_sweep_rows(sweep, runs) is None
+    assert split_completed(sweep, runs)[1] == [trials[1]]
     with pytest.raises(AssertionError, match="Ray was started"):
         run_sweep(sweep, runs)
 
@@ -99,4 +99,4 @@ def test_a_sweep_run_again_part_way_gives_tune_only_the_trials_left(env, sweep_f
     assert first["run_id"] in table[0] and all("completed" in line for line in table)
     tune_trials = list((runs / "_tune" / "rerun_check").glob("*/params.json"))
     assert len(tune_trials) == 1 and json.loads(tune_trials[0].read_text())["listed_trial"]["seed"] == 1
-    assert completed_sweep_rows(sweep, runs) is not None  # and now the sweep is finished
+    assert split_completed(sweep, runs)[1] == []  # and now the sweep is finished

@@ -417,7 +417,8 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     check_sweep(sweep)
     configure_environment()
     runs_dir = runs_dir.resolve()
-    split = None if os.environ.get("RAY_ADDRESS") else split_completed(sweep, runs_dir)
+    cluster = bool(os.environ.get("RAY_ADDRESS"))
+    split = None if cluster else split_completed(sweep, runs_dir)
     finished, left = split if split is not None else ([], None)
     if split is not None and not left:  # nothing to train here: the table from the store, without starting Ray
         print(f"sweep {sweep.name}: every one of its {len(finished)} trials' runs is completed in {runs_dir}; "
@@ -426,7 +427,6 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     if finished:
         print(f"sweep {sweep.name}: {len(finished)} of its {len(finished) + len(left)} trials' runs are completed in "
               f"{runs_dir} (reported from the store); running the other {len(left)}", flush=True)
-    cluster = bool(os.environ.get("RAY_ADDRESS"))
     env = {key: str(Path(os.environ.get(key, default)).resolve())
            for key, default in (("HARNESS_DATA_DIR", "data"), ("HARNESS_CACHE_DIR", ".cache/harness"))}
     if "HARNESS_DATA_DIR" not in os.environ and not Path(env["HARNESS_DATA_DIR"]).is_dir():
@@ -511,13 +511,6 @@ def split_completed(sweep: Sweep, runs_dir: Path) -> tuple[list[dict[str, Any]],
         else:
             left.append(trial)
     return sorted(done, key=lambda row: row["trial"]), left
-
-
-def completed_sweep_rows(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]] | None:
-    """The sweep's table when every one of its trials' runs is completed in ``runs_dir`` (:func:`split_completed`),
-    None when a trial has something to do or the trials cannot be listed beforehand."""
-    split = split_completed(sweep, runs_dir)
-    return split[0] if split is not None and not split[1] else None
 
 
 LISTED = "listed_trial"  # the key of Tune's grid over the trials left to run (a sweep run in part, split_completed)
