@@ -544,8 +544,38 @@ def _training(run: RunRecord) -> str:
     best = run.results.get("best") if isinstance(run.results.get("best"), dict) else {}  # its "epoch" counts from 1
     epochs = run.results.get("epochs", "–")
     limit = cfg_get(run.config, "train.max_epochs")
-    shown = f"{epochs} of {limit} epochs"
+    ended = _ended_by(run)
+    shown = f"{epochs} of {limit} epochs" + (f" ({ended})" if ended else "")
     return shown + (f", best at epoch {int(best['epoch'])}" if isinstance(best.get("epoch"), int) else "")
+
+
+def _ended_by(run: RunRecord) -> str | None:
+    """What ended a completed supervised run before its epoch limit, read from its config and results (the
+    runner's stopping rules, harness/runners/supervised.py): ``train.stop_at`` reached by the monitored validation
+    metric; ``train.early_stop_patience`` epochs without a strictly better one (Lightning's EarlyStopping, as the
+    best epoch is counted); otherwise, with epochs left, the ``train.max_time_s`` cap, with the run's training
+    throughput, since how far a capped run got depends on the machine. None at the epoch limit (the epochs say
+    so) or when the run is not completed."""
+    results = run.results
+    epochs, best = results.get("epochs"), results.get("best")
+    limit = cfg_get(run.config, "train.max_epochs")
+    if run.status != "completed" or not isinstance(epochs, int) or not isinstance(best, dict):
+        return None
+    monitor, value, best_epoch = best.get("metric"), best.get("value"), best.get("epoch")
+    target = cfg_get(run.config, "train.stop_at")
+    if isinstance(target, int | float) and isinstance(value, int | float) and (
+            value >= target if cfg_get(run.config, "train.monitor_mode") != "min" else value <= target):
+        return f"{monitor} reached {float(target)!r}"
+    if isinstance(limit, int) and epochs >= limit:
+        return None
+    patience = cfg_get(run.config, "train.early_stop_patience")
+    if isinstance(patience, int) and isinstance(best_epoch, int) and epochs - best_epoch >= patience:
+        return f"{patience} epochs without a better {monitor}"
+    cap = cfg_get(run.config, "train.max_time_s")
+    if not isinstance(cap, int | float):
+        return None
+    rate = (results.get("throughput") or {}).get("train/examples_per_s")
+    return f"{cap / 60:g}-minute cap" + (f", {rate:,.0f} examples/s" if isinstance(rate, int | float) else "")
 
 
 def _peak(run: RunRecord, metric: str = "train/episode_return") -> str:
@@ -580,10 +610,13 @@ def matrix_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     header = ["task", "setting", "model", "seeds", "held-out: test acc % / RL evaluation (mean ± sd over seeds)",
               "training", "wall time (mean)", "runs"]
     return [f"### The matrix at the cpu profile (sweeps/matrix_cpu.yaml: {_seeds_note(cells)}, 10 minutes per cell)",
-            "", "Cells of the task x model matrix that the adapters opened, on a 2-core machine. A cell that "
-            "stops learning ends after 10 epochs without a better validation accuracy; the others end at the "
-            "10-minute cap or their profile's budget. Its ListOps and Pathfinder cells are in the Long Range Arena "
-            "table above, its world-state cells in the world-state tables.", "", *_table(header, rows)]
+            "", "Cells of the task x model matrix that the adapters opened, on a 2-core machine. The training column "
+            "says what ended each run: its epoch limit, a validation target reached (`train.stop_at`), 10 epochs "
+            "without a better validation accuracy (bAbI), a time cap (the cell's 10 minutes, or its profile's own "
+            "where shorter), or for RL its env-step budget, win rate or time limit. A capped run's training "
+            "throughput stands beside its cap: how far it got depends on the machine's speed, which was not the same "
+            "for every seed of a cell. Its ListOps and Pathfinder cells are in the Long Range Arena table above, its "
+            "world-state cells in the world-state tables.", "", *_table(header, rows)]
 
 
 def _seeds_note(cells: dict[tuple[str, str, str], list[RunRecord]]) -> str:

@@ -377,3 +377,29 @@ def test_a_matrix_cell_run_with_several_seeds_is_one_row_with_their_mean_and_eac
         "| babi | task 1, en-10k (files) | mha | 1 | 100.0 | 5 of 200 epochs | 1.0 min | `babi-mha-cpu-s0-0` |",
         "| babi | task 1, en-10k (files) | mlp1 | 2 | 40.0; seed 1: failed: diverged | seed 0: 5 of 200 epochs; "
         "seed 1: 6 of 200 epochs | 1.5 min | `babi-mlp1-cpu-s0-0`, `babi-mlp1-cpu-s1-0` |"]
+
+
+def test_a_supervised_cells_training_says_what_ended_it():
+    """The matrix's training column names the rule that stopped a run (harness/runners/supervised.py): the target
+    reached, the patience spent, the time cap with the throughput it ran at; nothing at the epoch limit."""
+    from reports.readme import _training
+    from reports.store import RunRecord
+
+    def run(epochs: int, best_epoch: int, value: float, status: str = "completed", **train: object) -> RunRecord:
+        config = {"train": {"max_epochs": 20, "max_time_s": 600, "monitor": "val/acc", "monitor_mode": "max",
+                            "stop_at": None, "early_stop_patience": None, **train}}
+        results = {"epochs": epochs, "best": {"metric": "val/acc", "value": value, "epoch": best_epoch},
+                   "throughput": {"train/examples_per_s": 1234.5}}
+        return RunRecord(path=Path("r"), rel_path="r", task="babi", model="lstm", run_id="r", results=results,
+                         status=status, config=config)
+
+    assert _training(run(4, 4, 0.995, stop_at=0.99)) == "4 of 20 epochs (val/acc reached 0.99), best at epoch 4"
+    assert _training(run(16, 6, 0.9, early_stop_patience=10)) == \
+        "16 of 20 epochs (10 epochs without a better val/acc), best at epoch 6"
+    assert _training(run(15, 6, 0.9, early_stop_patience=10)) == \
+        "15 of 20 epochs (10-minute cap, 1,234 examples/s), best at epoch 6"  # patience not yet spent
+    assert _training(run(20, 12, 0.9, early_stop_patience=5)) == "20 of 20 epochs, best at epoch 12"
+    assert _training(run(3, 3, 0.9, max_time_s=None)) == "3 of 20 epochs, best at epoch 3"  # no rule known: none said
+    assert _training(run(3, 3, 0.9, status="interrupted")) == "3 of 20 epochs, best at epoch 3"
+    assert _training(run(3, 3, 0.01, stop_at=0.02, monitor_mode="min")) == \
+        "3 of 20 epochs (val/acc reached 0.02), best at epoch 3"  # a monitor minimised: at or under the target
