@@ -82,6 +82,7 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
         **tables.progress(run),
         "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at step {best.get('step')}, "
                 f"epoch {best.get('epoch')}" if best else "–",
+        "stopped_by": tables.stop_rule(run) or "–",
         "wall": tables.wall_time(run, _number(results.get("wall_time_s"), " s")),
         "throughput": ", ".join(f"{k} = {tables.fmt(v, 1)}" for k, v in sorted(throughput.items())) or "–",
         "data_source": results.get("data_source") or "–", "device": results.get("device") or "–",

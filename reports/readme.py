@@ -42,6 +42,7 @@ from reports.store import (
     shown_value,
     telling_keys,
 )
+from reports.tables import EPOCH_LIMIT, TIME_CAP, stop_rule
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -550,32 +551,13 @@ def _training(run: RunRecord) -> str:
 
 
 def _ended_by(run: RunRecord) -> str | None:
-    """What ended a completed supervised run before its epoch limit, read from its config and results (the
-    runner's stopping rules, harness/runners/supervised.py): ``train.stop_at`` reached by the monitored validation
-    metric; ``train.early_stop_patience`` epochs without a strictly better one (Lightning's EarlyStopping, as the
-    best epoch is counted); otherwise, with epochs left, the ``train.max_time_s`` cap, with the run's training
-    throughput, since how far a capped run got depends on the machine. None at the epoch limit (the epochs say
-    so) or when the run is not completed."""
-    results = run.results
-    epochs, best = results.get("epochs"), results.get("best")
-    limit = cfg_get(run.config, "train.max_epochs")
-    if run.status != "completed" or not isinstance(epochs, int) or not isinstance(best, dict):
+    """What ended a supervised run before its epoch limit (:func:`reports.tables.stop_rule`); at the time cap, with
+    the training throughput it ran at, since how far a capped run got depends on the machine."""
+    rule = stop_rule(run)
+    if rule is None or rule == EPOCH_LIMIT:
         return None
-    monitor, value, best_epoch = best.get("metric"), best.get("value"), best.get("epoch")
-    target = cfg_get(run.config, "train.stop_at")
-    if isinstance(target, int | float) and isinstance(value, int | float) and (
-            value >= target if cfg_get(run.config, "train.monitor_mode") != "min" else value <= target):
-        return f"{monitor} reached {float(target)!r}"
-    if isinstance(limit, int) and epochs >= limit:
-        return None
-    patience = cfg_get(run.config, "train.early_stop_patience")
-    if isinstance(patience, int) and isinstance(best_epoch, int) and epochs - best_epoch >= patience:
-        return f"{patience} epochs without a better {monitor}"
-    cap = cfg_get(run.config, "train.max_time_s")
-    if not isinstance(cap, int | float):
-        return None
-    rate = (results.get("throughput") or {}).get("train/examples_per_s")
-    return f"{cap / 60:g}-minute cap" + (f", {rate:,.0f} examples/s" if isinstance(rate, int | float) else "")
+    rate = (run.results.get("throughput") or {}).get("train/examples_per_s")
+    return rule + (f", {rate:,.0f} examples/s" if rule.endswith(TIME_CAP) and isinstance(rate, int | float) else "")
 
 
 def _peak(run: RunRecord, metric: str = "train/episode_return") -> str:

@@ -388,6 +388,37 @@ def progress(run: RunRecord) -> dict[str, Any]:
 _ENDED = {"diverged": "diverged", "failed": "failed", "interrupted": "was interrupted"}
 
 
+EPOCH_LIMIT = "its epoch limit"
+TIME_CAP = "-minute cap"
+
+
+def stop_rule(run: RunRecord) -> str | None:
+    """What ended a completed supervised run, read from its config and results by the runner's stopping rules
+    (harness/runners/supervised.py; results.json records no reason): the monitored validation metric reaching
+    ``train.stop_at``; ``train.max_epochs``; ``train.early_stop_patience`` epochs without a strictly better one
+    (Lightning's EarlyStopping, counted from the best epoch); otherwise, with epochs left, the
+    ``train.max_time_s`` cap. None for an RL or stepwise run (RL runs record their own ``stop_reason``), a run not
+    completed, or one none of these rules explains."""
+    results = run.results
+    epochs, best = results.get("epochs"), results.get("best")
+    if run.is_rl or run.is_stepwise or run.status != "completed" or not isinstance(epochs, int) \
+            or not isinstance(best, dict):
+        return None
+    monitor, value, best_epoch = best.get("metric"), best.get("value"), best.get("epoch")
+    target = cfg_get(run.config, "train.stop_at")
+    if isinstance(target, int | float) and isinstance(value, int | float) and (
+            value >= target if cfg_get(run.config, "train.monitor_mode") != "min" else value <= target):
+        return f"{monitor} reached {float(target)!r}"
+    limit = cfg_get(run.config, "train.max_epochs")
+    if isinstance(limit, int) and epochs >= limit:
+        return EPOCH_LIMIT
+    patience = cfg_get(run.config, "train.early_stop_patience")
+    if isinstance(patience, int) and isinstance(best_epoch, int) and epochs - best_epoch >= patience:
+        return f"{patience} epoch{'s' * (patience != 1)} without a better {monitor}"
+    cap = cfg_get(run.config, "train.max_time_s")
+    return f"{cap / 60:g}{TIME_CAP}" if isinstance(cap, int | float) else None
+
+
 def recorded_wall_time(run: RunRecord) -> float | None:
     """The wall time ``results.json`` records, in seconds; None where it records no number, or 0 s for a running
     (or killed) run: ``results.json`` holds 0 s until an attempt ends, which is not how long it has run."""

@@ -593,3 +593,18 @@ def test_a_killed_run_shows_as_such_with_the_progress_of_its_curves(tmp_path: Pa
     page = (out / "runs" / "babi-lstm-cpu-s0-a.html").read_text()
     assert "running (its process is gone: killed?)" in page
     assert "<td>40 (its curves so far) / 1 (its curves so far)</td>" in page
+
+
+def test_a_supervised_run_page_says_what_stopped_it(tmp_path: Path) -> None:
+    """The run page's "stopped by" row: the rule that ended the run (reports.tables.stop_rule), "–" where none is
+    known (a failed run)."""
+    from reports.build import _run_info
+    from reports.store import load_store
+
+    path = write_run(tmp_path, "babi", "lstm", 0, metrics={"test/acc": 0.9})
+    config = yaml.safe_load((path / "config.yaml").read_text())
+    config["train"].update({"max_epochs": 4, "early_stop_patience": 1})  # best at epoch 1 of 2: patience spent
+    (path / "config.yaml").write_text(yaml.safe_dump(config))
+    write_run(tmp_path, "babi", "lstm", 1, status="failed", error="boom")
+    info = {run.seed: _run_info(run) for run in load_store(tmp_path)}
+    assert info[0]["stopped_by"] == "1 epoch without a better val/acc" and info[1]["stopped_by"] == "–"
