@@ -94,9 +94,10 @@ def test_lra_runs_stand_beside_lras_numbers_with_what_differs_named(tmp_path):
     short = write_run(store, "listops", "lstm", 0, tag="a", metrics={"test/acc": 0.25, "test_original/acc": 0.2},
                       task_cfg={"min_length": 50, "max_length": 200, "max_depth": 10, "max_args": 10,
                                 "n_train": 20000, "source": "generator"})
-    write_run(store, "listops", "transformer", 0, tag="b", metrics={"test/acc": 0.37},
-              task_cfg={"min_length": 500, "max_length": 2000, "max_depth": 10, "max_args": 10, "n_train": 96000,
-                        "source": "generator"})
+    for seed, acc in ((0, 0.37), (1, 0.35)):  # two seeds of one configuration: one row, their mean ± sd
+        write_run(store, "listops", "transformer", seed, tag="b", metrics={"test/acc": acc},
+                  task_cfg={"min_length": 500, "max_length": 2000, "max_depth": 10, "max_args": 10, "n_train": 96000,
+                            "source": "generator"})
     config = yaml.safe_load((short / "config.yaml").read_text())
     (short / "config.yaml").write_text(yaml.safe_dump({**config, "tracking": {"group": "matrix_cpu"}}))
     section = render(store)
@@ -104,7 +105,9 @@ def test_lra_runs_stand_beside_lras_numbers_with_what_differs_named(tmp_path):
     rows = {line.split(" | ")[2]: line for line in lra.splitlines() if line.startswith("| listops")}
     assert "| 25.0 | original 20.0 | 10 | transformer 36.37 (at min_length 50 ≠ 500; max_length 200 ≠ 2000) | " \
            "mega 63.14 |" in rows["lstm"]
-    assert "| 37.0 | – | 10 | transformer 36.37 | mega 63.14 |" in rows["transformer"]
+    assert "| 2 | 36.0 ± 1.4 | – | 10 | transformer 36.37 | mega 63.14 |" in rows["transformer"]
+    assert "`listops-transformer-cpu-s0-b`, `listops-transformer-cpu-s1-b`" in rows["transformer"]
+    assert "| 1 | 25.0 | original 20.0 |" in rows["lstm"]
     assert "listops" not in section.split("### The matrix", 1)[1]
 
 
