@@ -21,6 +21,7 @@ from reports.perf import PERF
 from reports.settings import check as check_settings
 from reports.settings import describe, differences, other_sets_read
 from reports.store import (
+    CURRICULUM,
     HELD_OUT,
     SINGLE,
     RunRecord,
@@ -397,12 +398,13 @@ def stop_rule(run: RunRecord) -> str | None:
     (harness/runners/supervised.py; results.json records no reason): the monitored validation metric reaching
     ``train.stop_at``; ``train.max_epochs``; ``train.early_stop_patience`` epochs without a strictly better one
     (Lightning's EarlyStopping, counted from the best epoch); otherwise, with epochs left, the
-    ``train.max_time_s`` cap. None for an RL or stepwise run (RL runs record their own ``stop_reason``), a run not
-    completed, or one none of these rules explains."""
+    ``train.max_time_s`` cap. None for an RL or stepwise run (RL runs record their own ``stop_reason``), a
+    curriculum (each stage stops by these rules on its own), a run not completed, or one none of these rules
+    explains."""
     results = run.results
     epochs, best = results.get("epochs"), results.get("best")
-    if run.is_rl or run.is_stepwise or run.status != "completed" or not isinstance(epochs, int) \
-            or not isinstance(best, dict):
+    if run.is_rl or run.is_stepwise or run.protocol == CURRICULUM or run.status != "completed" \
+            or not isinstance(epochs, int) or not isinstance(best, dict):
         return None
     monitor, value, best_epoch = best.get("metric"), best.get("value"), best.get("epoch")
     target = cfg_get(run.config, "train.stop_at")

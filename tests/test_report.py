@@ -608,3 +608,6 @@ def test_a_supervised_run_page_says_what_stopped_it(tmp_path: Path) -> None:
     write_run(tmp_path, "babi", "lstm", 1, status="failed", error="boom")
     info = {run.seed: _run_info(run) for run in load_store(tmp_path)}
     assert info[0]["stopped_by"] == "1 epoch without a better val/acc" and info[1]["stopped_by"] == "–"
+    curriculum = next(run for run in load_store(tmp_path) if run.seed == 0)
+    curriculum.config["protocol"] = {"name": "curriculum", "target": ["same"], "pretrain": ["between"]}
+    assert _run_info(curriculum)["stopped_by"] == "–"  # its stages stop on their own
