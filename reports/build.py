@@ -78,8 +78,11 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
     dirty = git.get("dirty")
     best = results.get("best") if isinstance(results.get("best"), dict) else None
     throughput = results.get("throughput") if isinstance(results.get("throughput"), dict) else {}
+    part = tables.last_epoch_part(run) if run.status == "completed" else None
+    cut_short = f" (the time cap cut the last one short: {100 * part:.0f}% of it trained)" if part is not None else ""
+    shown = tables.progress(run)
     return {
-        **tables.progress(run),
+        **shown, "epochs": f"{shown['epochs']}{cut_short}",
         "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at step {best.get('step')}, "
                 f"epoch {best.get('epoch')}" if best else "–",
         "stopped_by": tables.stop_rule(run) or "–",

@@ -42,7 +42,7 @@ from reports.store import (
     shown_value,
     telling_keys,
 )
-from reports.tables import EPOCH_LIMIT, TIME_CAP, stop_rule
+from reports.tables import EPOCH_LIMIT, TIME_CAP, epochs_text, last_epoch_part, stop_rule
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -546,8 +546,13 @@ def _training(run: RunRecord) -> str:
     epochs = run.results.get("epochs", "–")
     limit = cfg_get(run.config, "train.max_epochs")
     ended = _ended_by(run)
-    shown = f"{epochs} of {limit} epochs" + (f" ({ended})" if ended else "")
-    return shown + (f", best at epoch {int(best['epoch'])}" if isinstance(best.get("epoch"), int) else "")
+    part = last_epoch_part(run)  # the time cap cut the last epoch short: it counts as the part trained
+    trained = epochs_text(epochs - 1 + part) if part is not None and isinstance(epochs, int) else epochs
+    shown = f"{trained} of {limit} epochs" + (f" ({ended})" if ended else "")
+    if not isinstance(best.get("epoch"), int):
+        return shown
+    best_epoch = trained if best["epoch"] == epochs else int(best["epoch"])
+    return shown + f", best at epoch {best_epoch}"
 
 
 def _ended_by(run: RunRecord) -> str | None:
@@ -597,7 +602,9 @@ def matrix_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
             "without a better validation accuracy (bAbI), a time cap (the cell's 10 minutes, or its profile's own "
             "where shorter), or for RL its env-step budget, win rate or time limit. A capped run's training "
             "throughput stands beside its cap: how far it got depends on the machine's speed, which was not the same "
-            "for every seed of a cell. Its ListOps and Pathfinder cells are in the Long Range Arena table above, its "
+            "for every seed of a cell; the cap stops training part way through an epoch and validates there, so its "
+            "epochs count that last one as the part trained (9.4 of 10), and a best epoch of 9.4 is that "
+            "validation. Its ListOps and Pathfinder cells are in the Long Range Arena table above, its "
             "world-state cells in the world-state tables.", "", *_table(header, rows)]
 
 

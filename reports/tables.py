@@ -393,19 +393,55 @@ EPOCH_LIMIT = "its epoch limit"
 TIME_CAP = "-minute cap"
 
 
+def _validation_steps(run: RunRecord) -> list[int]:
+    """The optimiser step of each of a supervised run's validations (its curves' rows with the monitored metric),
+    in order; empty where its curves or monitor are not at hand."""
+    best = run.results.get("best")
+    monitor = best.get("metric") if isinstance(best, dict) else None
+    curves = run.curves
+    if not isinstance(monitor, str) or curves is None or monitor not in curves.columns or "step" not in curves:
+        return []
+    return [int(step) for step in curves.dropna(subset=[monitor])["step"]]
+
+
+def last_epoch_part(run: RunRecord) -> float | None:
+    """The part of its last epoch that a supervised run trained, when the time cap cut that epoch short (e.g.
+    0.13); None when the last epoch was whole, or where the curves cannot tell (a single validation).
+
+    Lightning's time cap (``train.max_time_s``) stops training after a batch and then still validates, so a capped
+    run's last validation, and perhaps its best checkpoint, can come part way through an epoch, which
+    ``results.json`` counts as a whole one. An epoch's length in steps is the step of the first validation; the
+    other stops (a target reached, patience spent, the epoch limit) act only at an epoch's end."""
+    steps, epochs = run.results.get("steps"), run.results.get("epochs")
+    validations = _validation_steps(run)
+    if len(validations) < 2 or not isinstance(steps, int) or not isinstance(epochs, int) or validations[0] <= 0:
+        return None
+    part = steps / validations[0] - (epochs - 1)
+    return part if 0 < part < 1 else None
+
+
+def epochs_text(epochs: float) -> str:
+    """A number of epochs as trained: whole ones as an integer, an epoch cut short with one decimal, rounded down
+    (5.13 as "5.1", 15.08 as "15.0": not whole, never "16")."""
+    return str(int(epochs)) if epochs == int(epochs) else f"{math.floor(epochs * 10) / 10:.1f}"
+
+
 def stop_rule(run: RunRecord) -> str | None:
     """What ended a completed supervised run, read from its config and results by the runner's stopping rules
-    (harness/runners/supervised.py; results.json records no reason): the monitored validation metric reaching
+    (harness/runners/supervised.py; results.json records no reason): a last epoch cut short, which only the
+    ``train.max_time_s`` cap does (:func:`last_epoch_part`); the monitored validation metric reaching
     ``train.stop_at``; ``train.max_epochs``; ``train.early_stop_patience`` epochs without a strictly better one
-    (Lightning's EarlyStopping, counted from the best epoch); otherwise, with epochs left, the
-    ``train.max_time_s`` cap. None for an RL or stepwise run (RL runs record their own ``stop_reason``), a
-    curriculum (each stage stops by these rules on its own), a run not completed, or one none of these rules
-    explains."""
+    (Lightning's EarlyStopping, counted from the best epoch); otherwise, with epochs left, the time cap. None for
+    an RL or stepwise run (RL runs record their own ``stop_reason``), a curriculum (each stage stops by these rules
+    on its own), a run not completed, or one none of these rules explains."""
     results = run.results
     epochs, best = results.get("epochs"), results.get("best")
     if run.is_rl or run.is_stepwise or run.protocol == CURRICULUM or run.status != "completed" \
             or not isinstance(epochs, int) or not isinstance(best, dict):
         return None
+    cap = cfg_get(run.config, "train.max_time_s")
+    if isinstance(cap, int | float) and cap and last_epoch_part(run) is not None:
+        return f"{cap / 60:g}{TIME_CAP}"
     monitor, value, best_epoch = best.get("metric"), best.get("value"), best.get("epoch")
     target = cfg_get(run.config, "train.stop_at")
     if isinstance(target, int | float) and isinstance(value, int | float) and (
@@ -417,8 +453,7 @@ def stop_rule(run: RunRecord) -> str | None:
     patience = cfg_get(run.config, "train.early_stop_patience")
     if isinstance(patience, int) and isinstance(best_epoch, int) and epochs - best_epoch >= patience:
         return f"{patience} epoch{'s' * (patience != 1)} without a better {monitor}"
-    cap = cfg_get(run.config, "train.max_time_s")
-    return f"{cap / 60:g}{TIME_CAP}" if isinstance(cap, int | float) else None
+    return f"{cap / 60:g}{TIME_CAP}" if isinstance(cap, int | float) and cap else None
 
 
 def recorded_wall_time(run: RunRecord) -> float | None:

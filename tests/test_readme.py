@@ -406,3 +406,38 @@ def test_a_supervised_cells_training_says_what_ended_it():
     assert _training(run(3, 3, 0.9, status="interrupted")) == "3 of 20 epochs, best at epoch 3"
     assert _training(run(3, 3, 0.01, stop_at=0.02, monitor_mode="min")) == \
         "3 of 20 epochs (val/acc reached 0.02), best at epoch 3"  # a monitor minimised: at or under the target
+
+
+def test_a_last_epoch_cut_short_by_the_time_cap_counts_as_the_part_trained_and_names_the_cap():
+    """Lightning's time cap stops training after a batch and then still validates, so a capped run's last epoch,
+    and perhaps its best checkpoint, can be part of an epoch that results.json counts as whole. The steps tell it
+    (an epoch's length is the step of the first validation), and only the cap stops a run mid-epoch: it is the
+    cap even where the patience or the epoch limit would read as spent by the count of validations."""
+    import pandas as pd
+
+    from reports.readme import _training
+    from reports.store import RunRecord
+    from reports.tables import epochs_text, last_epoch_part, stop_rule
+
+    def run(validated: list[int], best_epoch: int, **train: object) -> RunRecord:
+        config = {"train": {"max_epochs": 20, "max_time_s": 600, "monitor": "val/acc", "monitor_mode": "max",
+                            "stop_at": None, "early_stop_patience": None, **train}}
+        results = {"epochs": len(validated), "steps": validated[-1],
+                   "best": {"metric": "val/acc", "value": 0.9, "epoch": best_epoch},
+                   "throughput": {"train/examples_per_s": 1234.5}}
+        rows = [{"step": step, "epoch": epoch, "val/acc": 0.5} for epoch, step in enumerate(validated)]
+        rows += [{"step": 10, "epoch": 0, "train/loss": 1.0}, {"step": validated[-1], "epoch": len(validated) - 1,
+                                                               "test/acc": 0.9}]  # rows without the monitor
+        return RunRecord(path=Path("r"), rel_path="r", task="babi", model="lstm", run_id="r", results=results,
+                         status="completed", config=config, curves=pd.DataFrame(rows))
+
+    assert last_epoch_part(run([100, 200, 250], 3)) == 0.5
+    assert _training(run([100, 200, 250], 3)) == "2.5 of 20 epochs (10-minute cap, 1,234 examples/s), best at epoch 2.5"
+    assert _training(run([100, 200, 250], 2)) == "2.5 of 20 epochs (10-minute cap, 1,234 examples/s), best at epoch 2"
+    assert stop_rule(run([100, 200, 250], 2, early_stop_patience=1)) == "10-minute cap"  # not the patience
+    assert stop_rule(run([100, 200, 250], 3, max_epochs=3)) == "10-minute cap"  # not the epoch limit
+    assert stop_rule(run([100, 200, 250], 3, max_epochs=3, max_time_s=None)) == "its epoch limit"  # no cap: as before
+    whole = run([100, 200, 300], 3)  # the cap came at an epoch's end: whole epochs
+    assert last_epoch_part(whole) is None and _training(whole).startswith("3 of 20 epochs (10-minute cap")
+    assert last_epoch_part(run([250], 1)) is None  # one validation: an epoch's length is unknown
+    assert [epochs_text(n) for n in (6, 5.13, 15.08, 0.25)] == ["6", "5.1", "15.0", "0.2"]

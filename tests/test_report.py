@@ -611,3 +611,8 @@ def test_a_supervised_run_page_says_what_stopped_it(tmp_path: Path) -> None:
     curriculum = next(run for run in load_store(tmp_path) if run.seed == 0)
     curriculum.config["protocol"] = {"name": "curriculum", "target": ["same"], "pretrain": ["between"]}
     assert _run_info(curriculum)["stopped_by"] == "–"  # its stages stop on their own
+    capped = next(run for run in load_store(tmp_path) if run.seed == 0)  # validated at steps 20 and 40
+    capped.config["train"].update({"max_time_s": 120, "early_stop_patience": None})
+    capped.results["steps"] = 30  # the cap came half-way through epoch 2, whose validation followed
+    assert _run_info(capped)["stopped_by"] == "2-minute cap"
+    assert _run_info(capped)["epochs"] == "2 (the time cap cut the last one short: 50% of it trained)"
