@@ -44,10 +44,12 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-def reproduce(run_dir: Path) -> tuple[str | None, str]:
+def reproduce(run_dir: Path, settings: dict[str, Any] | None = None) -> tuple[str | None, str]:
     """(the ``harness bench`` command that composes the stored run in ``run_dir`` again, or None when it cannot be
     composed; a note when the command's run id will not be the stored one, and why). A member of a stack is rerun
-    with its stack (``--seeds``, its members' seeds), as it was trained."""
+    with its stack (``--seeds``, its members' seeds), as it was trained. ``settings`` (dotted config keys) change
+    the stored config first, e.g. a training budget (:func:`reports.tables.checkpoint_budget`): a run of another
+    config, so no note on its id."""
     results = json.loads((run_dir / "results.json").read_text())
     stored = yaml.safe_load((run_dir / "config.yaml").read_text())
     task, model, profile, seed = results["task"], results["model"], results["profile"], int(results["seed"])
@@ -55,7 +57,7 @@ def reproduce(run_dir: Path) -> tuple[str | None, str]:
         defaults = _flat(OmegaConf.to_container(compose(task, model, profile, [f"seed={seed}"]).cfg, resolve=True))
     except UserError as exc:
         return None, f"its task, model or profile no longer composes ({exc})"
-    wanted = _flat(stored)
+    wanted = {**_flat(stored), **(settings or {})}
     set_by_run = {key: value for key, value in wanted.items() if key not in defaults}  # e.g. a resolved data source
     overrides = [f"{key}={_value(value)}" for key, value in sorted(wanted.items())
                  if key not in IGNORED and key not in set_by_run and defaults[key] != value]
@@ -70,7 +72,7 @@ def reproduce(run_dir: Path) -> tuple[str | None, str]:
     chosen = ["--seeds", ",".join(map(str, seeds))] if seeds else ["--seed", str(seed)]
     command = ["harness", "bench", "--task", task, "--model", model, "--profile", profile, *chosen]
     shown = " ".join(shlex.quote(part) for part in [*command, *(["--", *overrides] if overrides else [])])
-    if run_id(again) == results["run_id"]:
+    if settings or run_id(again) == results["run_id"]:
         return shown, ""
     added = sorted(key for key in defaults if key not in wanted)
     return shown, ("a new run id: config keys added since the run (at their defaults): " + ", ".join(added)

@@ -34,6 +34,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
@@ -86,6 +87,7 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
         "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at step {best.get('step')}, "
                 f"epoch {best.get('epoch')}" if best else "–",
         "stopped_by": tables.stop_rule(run) or "–",
+        "same_checkpoint": _same_checkpoint(run),
         "wall": tables.wall_time(run, _number(results.get("wall_time_s"), " s")),
         "throughput": ", ".join(f"{k} = {tables.fmt(v, 1)}" for k, v in sorted(throughput.items())) or "–",
         "data_source": results.get("data_source") or "–", "device": results.get("device") or "–",
@@ -95,6 +97,22 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
         "error": results.get("error") or None,
         **_provenance(results),
     }
+
+
+def _same_checkpoint(run: RunRecord) -> str | None:
+    """For a run the time cap stopped, the command that trains it to its tested checkpoint on a machine of any
+    speed (:func:`reports.tables.checkpoint_budget`); None for other runs, or where its config no longer
+    composes."""
+    epochs = tables.checkpoint_budget(run)
+    if epochs is None or not (run.path / "config.yaml").is_file():
+        return None
+    from harness.rerun import reproduce
+
+    try:
+        command, _ = reproduce(run.path, {"train.max_epochs": epochs, "train.max_time_s": None})
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
+        return None
+    return command
 
 
 def _stepwise_info(run: RunRecord, floor: dict[str, Any]) -> dict[str, Any] | None:

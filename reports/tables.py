@@ -456,6 +456,29 @@ def stop_rule(run: RunRecord) -> str | None:
     return f"{cap / 60:g}{TIME_CAP}" if isinstance(cap, int | float) and cap else None
 
 
+def checkpoint_budget(run: RunRecord) -> int | None:
+    """For a completed supervised run that the time cap stopped, the epochs up to its tested (best) checkpoint,
+    where that checkpoint closed a whole epoch; None for any other run. Trained for exactly these epochs without
+    the cap (``train.max_epochs=K train.max_time_s=null``), the same config and seed reach that checkpoint again on
+    a machine of any speed: each epoch's order is drawn from the seed, a CPU run is deterministic
+    (harness/runners/supervised.py), and the cap changes nothing before it stops training. So a capped figure can
+    be checked without the speed of the machine that made it (a bAbI LSTM run of an Intel Xeon, repeated so on an
+    AMD EPYC: the same validation and test accuracy, its test loss equal to 6 digits). None, too, for a run
+    trained on a GPU (not bitwise deterministic), in a stack (its members train as one), or resumed (a fresh run
+    does not draw the resumed one's random numbers)."""
+    best = run.results.get("best")
+    rule, epochs = stop_rule(run), run.results.get("epochs")
+    if rule is None or not rule.endswith(TIME_CAP) or not isinstance(best, dict) or not isinstance(epochs, int) \
+            or run.gpu or len(run.results.get("stack") or []) > 1 or len(run.results.get("attempts") or []) > 1:
+        return None
+    best_epoch = best.get("epoch")
+    if not isinstance(best_epoch, int) or best_epoch < 1:
+        return None
+    if best_epoch < epochs or (len(_validation_steps(run)) >= 2 and last_epoch_part(run) is None):
+        return best_epoch
+    return None
+
+
 def recorded_wall_time(run: RunRecord) -> float | None:
     """The wall time ``results.json`` records, in seconds; None where it records no number, or 0 s for a running
     (or killed) run: ``results.json`` holds 0 s until an attempt ends, which is not how long it has run."""

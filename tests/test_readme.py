@@ -441,3 +441,31 @@ def test_a_last_epoch_cut_short_by_the_time_cap_counts_as_the_part_trained_and_n
     assert last_epoch_part(whole) is None and _training(whole).startswith("3 of 20 epochs (10-minute cap")
     assert last_epoch_part(run([250], 1)) is None  # one validation: an epoch's length is unknown
     assert [epochs_text(n) for n in (6, 5.13, 15.08, 0.25)] == ["6", "5.1", "15.0", "0.2"]
+
+
+def test_a_capped_runs_tested_checkpoint_is_an_epoch_budget_where_it_closed_a_whole_epoch():
+    """checkpoint_budget: the epochs that reach a capped run's best checkpoint without the cap; none where that
+    checkpoint is the cut-short epoch's, where the curves cannot tell, for a run not capped, on a GPU, in a stack
+    or resumed."""
+    import pandas as pd
+
+    from reports.store import RunRecord
+    from reports.tables import checkpoint_budget
+
+    def run(validated: list[int], best_epoch: int, max_time_s: float | None = 600, **results: object) -> RunRecord:
+        config = {"train": {"max_epochs": 20, "max_time_s": max_time_s, "monitor": "val/acc", "monitor_mode": "max",
+                            "stop_at": None, "early_stop_patience": None}}
+        rows = [{"step": step, "epoch": epoch, "val/acc": 0.5} for epoch, step in enumerate(validated)]
+        return RunRecord(path=Path("r"), rel_path="r", task="babi", model="lstm", run_id="r", status="completed",
+                         config=config, curves=pd.DataFrame(rows),
+                         results={"epochs": len(validated), "steps": validated[-1],
+                                  "best": {"metric": "val/acc", "value": 0.9, "epoch": best_epoch}, **results})
+
+    assert checkpoint_budget(run([100, 200, 250], 2)) == 2
+    assert checkpoint_budget(run([100, 200, 250], 3)) is None  # the best is the cut-short epoch's validation
+    assert checkpoint_budget(run([100, 200, 300], 3)) == 3  # the cap came at an epoch's end
+    assert checkpoint_budget(run([250], 1)) is None  # one validation: whole or not, unknown
+    assert checkpoint_budget(run([100, 200, 300], 3, max_time_s=None)) is None  # its epoch limit... not the cap
+    assert checkpoint_budget(run([100, 200, 250], 2, device="cuda: NVIDIA H200")) is None
+    assert checkpoint_budget(run([100, 200, 250], 2, stack=["a", "b"])) is None
+    assert checkpoint_budget(run([100, 200, 250], 2, attempts=[{}, {}])) is None

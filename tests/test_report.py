@@ -616,3 +616,7 @@ def test_a_supervised_run_page_says_what_stopped_it(tmp_path: Path) -> None:
     capped.results["steps"] = 30  # the cap came half-way through epoch 2, whose validation followed
     assert _run_info(capped)["stopped_by"] == "2-minute cap"
     assert _run_info(capped)["epochs"] == "2 (the time cap cut the last one short: 50% of it trained)"
+    command = _run_info(capped)["same_checkpoint"]  # its best checkpoint closed epoch 1: one epoch, no cap
+    assert command.startswith("harness bench --task babi --model lstm --profile cpu --seed 0 -- ") and \
+        command.split(" ")[-2:] == ["train.max_epochs=1", "train.max_time_s=null"], command
+    assert _run_info(curriculum)["same_checkpoint"] is None and info[0]["same_checkpoint"] is None  # not capped
