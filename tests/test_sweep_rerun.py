@@ -99,4 +99,5 @@ def test_a_sweep_run_again_part_way_gives_tune_only_the_trials_left(env, sweep_f
     assert first["run_id"] in table[0] and all("completed" in line for line in table)
     tune_trials = list((runs / "_tune" / "rerun_check").glob("*/params.json"))
     assert len(tune_trials) == 1 and json.loads(tune_trials[0].read_text())["listed_trial"]["seed"] == 1
+    assert tune_trials[0].parent.name.endswith("_lstm_seed=1_train.max_epochs=1")  # named by its trial
     assert split_completed(sweep, runs)[1] == []  # and now the sweep is finished

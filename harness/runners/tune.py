@@ -466,7 +466,8 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
             trainable,
             param_space={LISTED: tune.grid_search(left)} if finished else _tune_space(sweep),
             tune_config=tune.TuneConfig(num_samples=sweep.num_samples, max_concurrent_trials=sweep.max_concurrent,
-                                        reuse_actors=sweep.reuse_processes),
+                                        reuse_actors=sweep.reuse_processes,
+                                        trial_dirname_creator=listed_dirname if finished else None),
             run_config=tune.RunConfig(name=sweep.name, storage_path=str(runs_dir / "_tune"), verbose=1),
         )
         grid = fit_sweep(tuner, sweep.name)
@@ -520,6 +521,13 @@ def unlisted(config: dict[str, Any]) -> dict[str, Any]:
     """A trial's config as Tune passes it: from the grid of :func:`split_completed`'s trials left, or the sweep's
     own space."""
     return config[LISTED] if LISTED in config else config
+
+
+def listed_dirname(trial: Any) -> str:
+    """A Tune trial folder's name in a sweep run in part, from the trial it runs (``_run_trial_<id>_lstm_seed=1``)
+    rather than from Tune's one grid key over the trials left (``..._listed_trial=model_lstm_seed_1_space_``)."""
+    label = re.sub(r"[^A-Za-z0-9_.=,+-]+", "_", trial_label(unlisted(trial.config)))
+    return f"{trial.trainable_name}_{trial.trial_id}_{label}"[:120]
 
 
 def _completed(path: Path) -> bool:
