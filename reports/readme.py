@@ -42,7 +42,7 @@ from reports.store import (
     shown_value,
     telling_keys,
 )
-from reports.tables import EPOCH_LIMIT, TIME_CAP, epochs_text, last_epoch_part, stop_rule
+from reports.tables import epochs_text, last_epoch_part, run_stop
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -556,13 +556,13 @@ def _training(run: RunRecord) -> str:
 
 
 def _ended_by(run: RunRecord) -> str | None:
-    """What ended a supervised run before its epoch limit (:func:`reports.tables.stop_rule`); at the time cap, with
+    """What ended a supervised run before its epoch limit (:func:`reports.tables.run_stop`); at the time cap, with
     the training throughput it ran at, since how far a capped run got depends on the machine."""
-    rule = stop_rule(run)
-    if rule is None or rule == EPOCH_LIMIT:
+    stop = run_stop(run)
+    if stop is None or stop.kind == "epoch_limit":
         return None
     rate = (run.results.get("throughput") or {}).get("train/examples_per_s")
-    return rule + (f", {rate:,.0f} examples/s" if rule.endswith(TIME_CAP) and isinstance(rate, int | float) else "")
+    return stop.text + (f", {rate:,.0f} examples/s" if stop.kind == "cap" and isinstance(rate, int | float) else "")
 
 
 def _peak(run: RunRecord, metric: str = "train/episode_return") -> str:

@@ -389,8 +389,16 @@ def progress(run: RunRecord) -> dict[str, Any]:
 _ENDED = {"diverged": "diverged", "failed": "failed", "interrupted": "was interrupted"}
 
 
-EPOCH_LIMIT = "its epoch limit"
-TIME_CAP = "-minute cap"
+@dataclass(frozen=True)
+class Stop:
+    """What ended a supervised run (:func:`run_stop`): ``kind`` one of :data:`STOP_KINDS`, ``text`` as the tables
+    say it ("10-minute cap", "val/acc reached 0.99")."""
+
+    kind: str
+    text: str
+
+
+STOP_KINDS = ("cap", "target", "epoch_limit", "patience")
 
 
 def _validation_steps(run: RunRecord) -> list[int]:
@@ -426,7 +434,7 @@ def epochs_text(epochs: float) -> str:
     return str(int(epochs)) if epochs == int(epochs) else f"{math.floor(epochs * 10) / 10:.1f}"
 
 
-def stop_rule(run: RunRecord) -> str | None:
+def run_stop(run: RunRecord) -> Stop | None:
     """What ended a completed supervised run, read from its config and results by the runner's stopping rules
     (harness/runners/supervised.py; results.json records no reason): a last epoch cut short, which only the
     ``train.max_time_s`` cap does (:func:`last_epoch_part`); the monitored validation metric reaching
@@ -440,20 +448,27 @@ def stop_rule(run: RunRecord) -> str | None:
             or not isinstance(epochs, int) or not isinstance(best, dict):
         return None
     cap = cfg_get(run.config, "train.max_time_s")
-    if isinstance(cap, int | float) and cap and last_epoch_part(run) is not None:
-        return f"{cap / 60:g}{TIME_CAP}"
+    at_cap = Stop("cap", f"{cap / 60:g}-minute cap") if isinstance(cap, int | float) and cap else None
+    if at_cap and last_epoch_part(run) is not None:
+        return at_cap
     monitor, value, best_epoch = best.get("metric"), best.get("value"), best.get("epoch")
     target = cfg_get(run.config, "train.stop_at")
     if isinstance(target, int | float) and isinstance(value, int | float) and (
             value >= target if cfg_get(run.config, "train.monitor_mode") != "min" else value <= target):
-        return f"{monitor} reached {float(target)!r}"
+        return Stop("target", f"{monitor} reached {float(target)!r}")
     limit = cfg_get(run.config, "train.max_epochs")
     if isinstance(limit, int) and epochs >= limit:
-        return EPOCH_LIMIT
+        return Stop("epoch_limit", "its epoch limit")
     patience = cfg_get(run.config, "train.early_stop_patience")
     if isinstance(patience, int) and isinstance(best_epoch, int) and epochs - best_epoch >= patience:
-        return f"{patience} epoch{'s' * (patience != 1)} without a better {monitor}"
-    return f"{cap / 60:g}{TIME_CAP}" if isinstance(cap, int | float) and cap else None
+        return Stop("patience", f"{patience} epoch{'s' * (patience != 1)} without a better {monitor}")
+    return at_cap
+
+
+def stop_rule(run: RunRecord) -> str | None:
+    """What ended a completed supervised run, as the tables say it (:func:`run_stop`); None where unknown."""
+    stop = run_stop(run)
+    return stop.text if stop else None
 
 
 def checkpoint_budget(run: RunRecord) -> int | None:
@@ -466,9 +481,8 @@ def checkpoint_budget(run: RunRecord) -> int | None:
     AMD EPYC: the same validation and test accuracy, its test loss equal to 6 digits). None, too, for a run
     trained on a GPU (not bitwise deterministic), in a stack (its members train as one), or resumed (a fresh run
     does not draw the resumed one's random numbers)."""
-    best = run.results.get("best")
-    rule, epochs = stop_rule(run), run.results.get("epochs")
-    if rule is None or not rule.endswith(TIME_CAP) or not isinstance(best, dict) or not isinstance(epochs, int) \
+    best, stop, epochs = run.results.get("best"), run_stop(run), run.results.get("epochs")
+    if stop is None or stop.kind != "cap" or not isinstance(best, dict) or not isinstance(epochs, int) \
             or run.gpu or len(run.results.get("stack") or []) > 1 or len(run.results.get("attempts") or []) > 1:
         return None
     best_epoch = best.get("epoch")
