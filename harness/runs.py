@@ -408,7 +408,8 @@ def curve_damage(path: Path) -> str | None:
 GONE = "running (its process is gone: killed?)"  # a listed run whose process on this host has ended
 LEADING_COLUMNS = ("run_id", "task", "model", "setting", "variant", "config", "profile", "seed", "status", "stale",
                    "error", "steps",
-                   "max_steps", "epochs", "max_epochs", "wall_time_s", "max_time_s", "sweep", "stack", "run_dir")
+                   "max_steps", "epochs", "max_epochs", "wall_time_s", "max_time_s", "stopped_by", "sweep", "stack",
+                   "run_dir")
 """The fields every exported run record starts with (:func:`run_records`); its held-out metrics follow, sorted."""
 
 
@@ -523,7 +524,7 @@ def _record(run: RunRecord, stale_files: list[str]) -> dict[str, Any]:
     from harness.runners.tune import SWEEP_TAG
     from reports.readme import setting
     from reports.store import cfg_get
-    from reports.tables import curve_progress, recorded_wall_time
+    from reports.tables import curve_progress, recorded_wall_time, stop_rule
 
     results, reached = run.results, curve_progress(run)
     section = "rl" if run.is_rl else "stepwise" if run.is_stepwise else "train"
@@ -548,6 +549,8 @@ def _record(run: RunRecord, stale_files: list[str]) -> dict[str, Any]:
         "epochs": _number(reached.get("epochs", results.get("epochs"))),
         "max_epochs": _number(cfg_get(run.config, "train.max_epochs")) if section == "train" else None,
         "wall_time_s": recorded_wall_time(run), "max_time_s": _number(cfg_get(run.config, f"{section}.max_time_s")),
+        "stopped_by": (str(results["stop_reason"]) if results.get("stop_reason") else None) if run.is_rl
+        else stop_rule(run),
         "sweep": sweeps[0] if sweeps else None,
         "stack": " ".join(map(str, stack)) if isinstance(stack, list) and len(stack) > 1 else None,
         "run_dir": str(run.path), "metrics": exported_metrics(run),

@@ -123,6 +123,15 @@ def test_each_field_as_the_run_records_it_and_none_where_it_records_nothing(stor
     killed = by_id[KILLED]  # as `harness runs` lists it; its progress from its curves, no wall time yet
     assert (killed["status"], killed["steps"], killed["epochs"], killed["wall_time_s"]) == (GONE, 40, 1, None)
     assert by_id[BROKEN]["status"] == "unreadable" and "results.json unreadable" in by_id[BROKEN]["error"]
+    assert babi["stopped_by"] is None and killed["stopped_by"] is None  # no rule ended it; not completed
+    config = Path(by_id[SWEPT]["run_dir"]) / "config.yaml"
+    stored = config.read_text()
+    _edit(config.parent, "config.yaml", train={**yaml.safe_load(stored)["train"], "max_time_s": 600})
+    capped = {record["run_id"]: record for record in _export(["--runs-dir", str(store)], capsys)}[SWEPT]
+    config.write_text(stored)  # the module's store as it was
+    assert capped["stopped_by"] == "10-minute cap"  # 2 of 4 epochs, no other rule: the cap
+    assert {record["stopped_by"] for record in by_id.values() if record["run_id"].startswith("boxworld-")} == \
+        {"env steps"}  # an RL run's own stop_reason
     assert by_id[BROKEN]["seed"] == 4 and by_id[BROKEN]["test/acc"] is None  # its seed from config.yaml
     failed = by_id["relations_game-predinet-cpu-s2-f"]
     assert failed["status"] == "failed" and failed["error"].startswith("RuntimeError: CUDA out of memory")
