@@ -100,9 +100,9 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
 
 
 def _same_checkpoint(run: RunRecord) -> str | None:
-    """For a run the time cap stopped, the command that trains it to its tested checkpoint on a machine of any
-    speed (:func:`reports.tables.checkpoint_budget`); None for other runs, or where its config no longer
-    composes."""
+    """For a run the time cap stopped, the command that trains the epochs up to its tested checkpoint without the
+    cap, on a machine of any speed (:func:`reports.tables.checkpoint_budget`); None for other runs, or where its
+    config no longer composes."""
     epochs = tables.checkpoint_budget(run)
     if epochs is None or not (run.path / "config.yaml").is_file():
         return None

@@ -474,13 +474,13 @@ def stop_rule(run: RunRecord) -> str | None:
 def checkpoint_budget(run: RunRecord) -> int | None:
     """For a completed supervised run that the time cap stopped, the epochs up to its tested (best) checkpoint,
     where that checkpoint closed a whole epoch; None for any other run. Trained for exactly these epochs without
-    the cap (``train.max_epochs=K train.max_time_s=null``), the same config and seed reach that checkpoint again on
-    a machine of any speed: each epoch's order is drawn from the seed, a CPU run is deterministic
-    (harness/runners/supervised.py), and the cap changes nothing before it stops training. So a capped figure can
-    be checked without the speed of the machine that made it (a bAbI LSTM run of an Intel Xeon, repeated so on an
-    AMD EPYC: the same validation and test accuracy, its test loss equal to 6 digits). None, too, for a run
-    trained on a GPU (not bitwise deterministic), in a stack (its members train as one), or resumed (a fresh run
-    does not draw the resumed one's random numbers)."""
+    the cap (``train.max_epochs=K train.max_time_s=null``), the same config and seed train the same budget on a
+    machine of any speed, and on the same kind of CPU reach that checkpoint again, bit for bit: each epoch's order
+    is drawn from the seed, a CPU run is deterministic (harness/runners/supervised.py), and the cap changes nothing
+    before it stops training (on another kind of CPU the arithmetic rounds differently, and the difference grows
+    with training: the README's Results section gives runs repeated both ways). None, too, for a run trained on a
+    GPU (not bitwise deterministic), in a stack (its members train as one), or resumed (a fresh run does not draw
+    the resumed one's random numbers)."""
     best, stop, epochs = run.results.get("best"), run_stop(run), run.results.get("epochs")
     if stop is None or stop.kind != "cap" or not isinstance(best, dict) or not isinstance(epochs, int) \
             or run.gpu or len(run.results.get("stack") or []) > 1 or len(run.results.get("attempts") or []) > 1:
