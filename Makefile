@@ -1,6 +1,7 @@
 # The harness's entry points. Each target creates .venv and installs the pinned dependencies on first use.
 #   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0 | SEEDS=0,1,2] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
 #   make sweep SWEEP=sweeps/<name>.yaml [CELLS='babi/*'] [ONLY=task.babi_id=1,8] [SEEDS=0,1,2] | make report | make publish RUNS="<run_id> ..." | make readme
+#   make reproduce RUN=<run_id> (train a reference run again and compare every figure)
 #   make test | make lint | make list | make perf | make perf-publish | make sync | make clean
 
 PYTHON ?= python3
@@ -17,10 +18,10 @@ FORCE ?=
 CELLS ?=
 ONLY ?=
 
-.PHONY: help install bench list sweep report runs publish readme validate test lint perf perf-publish sync clean
+.PHONY: help install bench list sweep report runs publish reproduce readme validate test lint perf perf-publish sync clean
 
 help:
-	@sed -n '1,5p' Makefile
+	@sed -n '1,6p' Makefile
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,6 +56,11 @@ runs: $(STAMP)
 # Copy completed runs into the tracked reference store results/ (the runs behind the README and the report).
 publish: $(STAMP)
 	$(BIN)/harness publish $(RUNS)
+
+# Train a stored supervised run again (a capped one for the epochs up to its tested checkpoint) and compare every figure.
+reproduce: $(STAMP)
+	@test -n "$(RUN)" || { echo "make reproduce: name a run, e.g. make reproduce RUN=babi-lstm-cpu-s0-7a57f5e9 (harness runs --reference)" >&2; exit 2; }
+	$(BIN)/harness reproduce $(RUN)
 
 # Rewrite the README's result tables from results/ (a test fails while they disagree).
 readme: $(STAMP)

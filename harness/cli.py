@@ -1,4 +1,5 @@
-"""The command line: ``harness list | bench | validate | sweep | report | runs | publish | retest | predict | data``.
+"""The command line: ``harness list | bench | validate | sweep | report | runs | publish | retest | predict |
+reproduce | data``.
 
 Only the registry (YAML) is imported at start-up; torch, Lightning and wandb are imported when a run
 actually starts, so ``harness list`` and every error path answer in well under two seconds.
@@ -234,6 +235,17 @@ def cmd_retest(args: argparse.Namespace) -> int:
     added = retest(args.run, list(args.overrides), Path(args.runs_dir) if args.runs_dir else None)
     print("  ".join(f"{k}={v:.4f}" for k, v in sorted(added.items()) if k.endswith("/acc")))
     return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from harness.publish import RESULTS_DIR
+    from harness.reproduce import reproduce_run
+    from harness.runs import default_runs_dir
+
+    results = RESULTS_DIR if args.results_dir is None else Path(args.results_dir) if args.results_dir else None
+    if results is not None and not results.is_dir():
+        raise UserError(f"--results-dir {results}: no such folder")
+    return reproduce_run(args.run, Path(args.runs_dir) if args.runs_dir else default_runs_dir(), results)
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -521,7 +533,7 @@ def _sentence(text: str, more: str = "") -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = HarnessParser(prog="harness", description=__doc__.splitlines()[0].replace("``", "")
+    parser = HarnessParser(prog="harness", description=__doc__.split("\n\n")[0].replace("\n", " ").replace("``", "")
                            + " `harness COMMAND --help` says what each takes.")
     sub = parser.add_subparsers(dest="command", required=True)
     text = "tasks, models and the task x model matrix"
@@ -609,6 +621,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="a run id (from `harness runs`) or a run directory")
     p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
     p.set_defaults(func=cmd_predict)
+    text = "train a stored supervised run again and compare every figure it reported"
+    p = sub.add_parser("reproduce", help=text, description=_sentence(
+        text, ": a run ended by its own rule by the same config, one the time cap stopped for the epochs up to its "
+              "tested checkpoint without the cap (a budget independent of the machine's speed). On the same kind of "
+              "CPU every figure comes back bit for bit. Exit code 0 when every figure is equal, 1 when one differs"))
+    p.add_argument("run", help="a run id (from `harness runs --reference` or `harness runs`) or a run directory")
+    p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP + " (where the run is trained again)")
+    p.add_argument("--results-dir", default=None,
+                   help="the reference store searched first (default: results/; '' for none)")
+    p.set_defaults(func=cmd_reproduce)
     p = sub.add_parser("data", help="write generated bAbI tasks as files, or download a dataset (data fetch NAME)",
                        description="Write generated bAbI tasks as files (data babi), or download a dataset (data "
                                    "fetch NAME: " + ", ".join(CATALOGUE) + "). The other tasks generate their data "

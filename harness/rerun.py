@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,19 +45,32 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-def reproduce(run_dir: Path, settings: dict[str, Any] | None = None) -> tuple[str | None, str]:
-    """(the ``harness bench`` command that composes the stored run in ``run_dir`` again, or None when it cannot be
-    composed; a note when the command's run id will not be the stored one, and why). A member of a stack is rerun
-    with its stack (``--seeds``, its members' seeds), as it was trained. ``settings`` (dotted config keys) change
-    the stored config first, e.g. a training budget (:func:`reports.tables.checkpoint_budget`): a run of another
-    config, so no note on its id."""
+@dataclass(frozen=True)
+class Rebuilt:
+    """A stored run's config composed again (:func:`rebuild`): the ``harness bench`` arguments that give it, the run
+    id they give, and a note when that is not the stored run's id, and why."""
+
+    bench_args: list[str]
+    run_id: str
+    note: str = ""
+
+    @property
+    def command(self) -> str:
+        return " ".join(shlex.quote(part) for part in ["harness", *self.bench_args])
+
+
+def rebuild(run_dir: Path, settings: dict[str, Any] | None = None) -> Rebuilt | str:
+    """The stored run in ``run_dir`` composed again (:class:`Rebuilt`), or why it cannot be. A member of a stack is
+    rerun with its stack (``--seeds``, its members' seeds), as it was trained. ``settings`` (dotted config keys)
+    change the stored config first, e.g. a training budget (:func:`reports.tables.checkpoint_budget`): a run of
+    another config, so no note on its id."""
     results = json.loads((run_dir / "results.json").read_text())
     stored = yaml.safe_load((run_dir / "config.yaml").read_text())
     task, model, profile, seed = results["task"], results["model"], results["profile"], int(results["seed"])
     try:
         defaults = _flat(OmegaConf.to_container(compose(task, model, profile, [f"seed={seed}"]).cfg, resolve=True))
     except UserError as exc:
-        return None, f"its task, model or profile no longer composes ({exc})"
+        return f"its task, model or profile no longer composes ({exc})"
     wanted = {**_flat(stored), **(settings or {})}
     set_by_run = {key: value for key, value in wanted.items() if key not in defaults}  # e.g. a resolved data source
     overrides = [f"{key}={_value(value)}" for key, value in sorted(wanted.items())
@@ -64,19 +78,28 @@ def reproduce(run_dir: Path, settings: dict[str, Any] | None = None) -> tuple[st
     try:
         again = compose(task, model, profile, [f"seed={seed}", *overrides]).cfg
     except UserError as exc:
-        return None, f"its config no longer composes ({exc})"
+        return f"its config no longer composes ({exc})"
     OmegaConf.set_struct(again, False)
     for key, value in {**set_by_run, "data.fingerprint": wanted.get("data.fingerprint")}.items():
         OmegaConf.update(again, key, value, force_add=True)
     seeds = stack_seeds(run_dir, results)
     chosen = ["--seeds", ",".join(map(str, seeds))] if seeds else ["--seed", str(seed)]
-    command = ["harness", "bench", "--task", task, "--model", model, "--profile", profile, *chosen]
-    shown = " ".join(shlex.quote(part) for part in [*command, *(["--", *overrides] if overrides else [])])
-    if settings or run_id(again) == results["run_id"]:
-        return shown, ""
+    args = ["bench", "--task", task, "--model", model, "--profile", profile, *chosen,
+            *(["--", *overrides] if overrides else [])]
+    composed_id = run_id(again)
+    if settings or composed_id == results["run_id"]:
+        return Rebuilt(args, composed_id)
     added = sorted(key for key in defaults if key not in wanted)
-    return shown, ("a new run id: config keys added since the run (at their defaults): " + ", ".join(added)
-                   if added else "a new run id: a default the run relied on has changed")
+    return Rebuilt(args, composed_id, "a new run id: config keys added since the run (at their defaults): "
+                   + ", ".join(added) if added else "a new run id: a default the run relied on has changed")
+
+
+def reproduce(run_dir: Path, settings: dict[str, Any] | None = None) -> tuple[str | None, str]:
+    """(the ``harness bench`` command that composes the stored run in ``run_dir`` again, or None when it cannot be
+    composed; a note when the command's run id will not be the stored one, or why there is no command), as
+    :func:`rebuild` composes it."""
+    rebuilt = rebuild(run_dir, settings)
+    return (None, rebuilt) if isinstance(rebuilt, str) else (rebuilt.command, rebuilt.note)
 
 
 def stack_seeds(run_dir: Path, results: dict[str, Any]) -> list[int] | None:

@@ -1,0 +1,199 @@
+"""``harness reproduce RUN``: train a stored supervised run again and compare every figure it reported.
+
+A run that ended by its own rule (a validation target, its patience, its epoch limit) is trained by the same config,
+which gives the same run id. A run that the time cap stopped is trained for the epochs up to its tested (best)
+checkpoint, without the cap (:func:`reports.tables.checkpoint_budget`): a budget that no longer depends on the
+machine's speed. Each epoch's order is drawn from the seed and CPU training is deterministic
+(harness/runners/supervised.py), so on the same kind of CPU every figure comes back bit for bit; on another kind the
+arithmetic rounds differently, and the difference grows with training. The comparison says which it was.
+
+Exit code 0 when every figure is equal, 1 when one differs (or the training failed), 2 for a run that cannot be
+reproduced so (with the reason), 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserError
+from harness.rerun import Rebuilt, rebuild
+
+INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a stored run is trained again: the command (:class:`harness.rerun.Rebuilt`), what it trains, and a
+    caveat where the figures cannot be expected to agree bit for bit."""
+
+    rebuilt: Rebuilt
+    what: str
+    caveat: str = ""
+
+
+def find_stored(name: str, runs_dir: Path, results_dir: Path | None) -> Path:
+    """A stored run's folder, named by its path or by its run id: in the reference store first, then the user's."""
+    if (Path(name) / "results.json").is_file():
+        return Path(name)
+    stores = [store for store in (results_dir, runs_dir) if store is not None]
+    for store in stores:
+        found = sorted(store.glob(f"*/*/{name}/results.json"))
+        if found:
+            return found[0].parent
+    raise UserError(f"no run '{name}' in {' or '.join(map(str, stores))} (give a run id from `harness runs "
+                    "--reference` or `harness runs`, or a run directory)")
+
+
+def machine(results: dict[str, Any]) -> str:
+    """The processor a run trained on, as its results.json records it (the last attempt's)."""
+    found = results.get("machine")
+    attempts = results.get("attempts")
+    if not isinstance(found, dict) and isinstance(attempts, list) and attempts and isinstance(attempts[-1], dict):
+        found = attempts[-1].get("machine")
+    return str(found.get("processor") or "an unrecorded processor") if isinstance(found, dict) else \
+        "an unrecorded processor"
+
+
+def plan(stored: Path) -> Plan:
+    """How to train the run in ``stored`` again; a :class:`UserError` saying why where it cannot be so."""
+    from reports.store import load_run
+    from reports.tables import CURRICULUM, checkpoint_budget, run_stop
+
+    run = load_run(stored / "results.json", stored.parents[2])
+    if run.status != "completed":
+        raise UserError(f"{run.run_id} is {run.status}, not completed: there are no figures to reproduce")
+    if run.is_rl or run.is_stepwise or run.protocol == CURRICULUM:
+        kind = "an RL" if run.is_rl else "a stepwise" if run.is_stepwise else "a curriculum"
+        raise UserError(f"{run.run_id} is {kind} run: reproduce trains supervised single runs, whose CPU training "
+                        "is deterministic")
+    stop = run_stop(run)
+    if stop is not None and stop.kind == "cap":
+        epochs = checkpoint_budget(run)
+        if epochs is None:
+            raise UserError(f"{run.run_id} was stopped by its {stop.text} and no epoch budget reaches its tested "
+                            f"checkpoint: {_no_budget(run)}")
+        rebuilt = rebuild(stored, {"train.max_epochs": epochs, "train.max_time_s": None})
+        what = (f"stopped by its {stop.text}, its tested checkpoint at the end of epoch {epochs}: training "
+                f"{'that epoch' if epochs == 1 else f'those {epochs} epochs'} without the cap")
+    else:
+        rebuilt = rebuild(stored)
+        what = f"ended by {stop.text if stop else 'its own rules'}: training the same config"
+    if isinstance(rebuilt, str):
+        raise UserError(f"{run.run_id} cannot be composed again: {rebuilt}")
+    caveats = [f"it trained on a GPU ({run.gpu}), whose kernels are not bitwise deterministic" if run.gpu else "",
+               "it was resumed, and a fresh run does not draw the resumed one's random numbers"
+               if len(run.results.get("attempts") or []) > 1 else "", rebuilt.note]
+    return Plan(rebuilt, what, "; ".join(caveat for caveat in caveats if caveat))
+
+
+def _no_budget(run: Any) -> str:
+    """Why :func:`reports.tables.checkpoint_budget` gives no budget for a capped run."""
+    from reports.tables import last_epoch_part
+
+    if run.gpu:
+        return f"it trained on a GPU ({run.gpu})"
+    if len(run.results.get("stack") or []) > 1:
+        return "it trained in a stack, whose members stop together"
+    if len(run.results.get("attempts") or []) > 1:
+        return "it was resumed"
+    if last_epoch_part(run) is not None:
+        return "its best validation came part way through its last epoch, where the cap stopped it"
+    return "its curves cannot tell whether its last epoch was whole"
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    stored: float | None
+    now: float | None
+
+    @property
+    def equal(self) -> bool:
+        return self.stored == self.now or (self.stored is not None and self.now is not None
+                                           and math.isnan(self.stored) and math.isnan(self.now))
+
+    @property
+    def relative(self) -> float:
+        if self.stored is None or self.now is None:
+            return math.inf
+        return abs(self.now - self.stored) / max(abs(self.stored), 1e-12)
+
+
+def compare(stored: dict[str, Any], now: dict[str, Any]) -> list[Figure]:
+    """Every number the stored run's results.json reports under ``metrics``, beside the new run's."""
+    def number(value: Any) -> float | None:
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    old, new = stored.get("metrics") or {}, now.get("metrics") or {}
+    return [Figure(name, number(old[name]), number(new.get(name))) for name in sorted(old)
+            if number(old[name]) is not None]
+
+
+def figure_table(figures: list[Figure]) -> str:
+    """The figures side by side, each said equal or how far apart."""
+    rows = [("figure", "stored", "now", "")]
+    for figure in figures:
+        verdict = "equal" if figure.equal else "missing" if figure.now is None else \
+            f"differs ({figure.relative:.1e} relative)"
+        rows.append((figure.name, _shown(figure.stored), _shown(figure.now), verdict))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join("  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])), row[3]]).rstrip()
+                     for row in rows)
+
+
+def _shown(value: float | None) -> str:
+    return "–" if value is None else repr(value)
+
+
+def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None) -> int:
+    """Train the stored run ``name`` again into ``runs_dir`` (or compare with the run there, if it has already been
+    trained so), then print every figure beside the stored one. The exit code (module docstring)."""
+    stored = find_stored(name, runs_dir, results_dir)
+    results = json.loads((stored / "results.json").read_text())
+    chosen = plan(stored)
+    task, model = results["task"], results["model"]
+    target = runs_dir / task / model / chosen.rebuilt.run_id
+    if target.resolve() == stored.resolve():
+        raise UserError(f"{results['run_id']} is itself in {runs_dir}: its command composes the same run; "
+                        f"reproduce it into another store (--runs-dir), or retrain it with --force: "
+                        f"{chosen.rebuilt.command} --force")
+    print(f"{results['run_id']} (trained on {machine(results)}): {chosen.what}", flush=True)
+    if chosen.caveat:
+        print(f"  the figures may differ: {chosen.caveat}", flush=True)
+    args = list(chosen.rebuilt.bench_args)
+    cut = args.index("--") if "--" in args else len(args)
+    args[cut:cut] = ["--runs-dir", str(runs_dir)]
+    print(f"  {chosen.rebuilt.command}", flush=True)
+    try:
+        code = subprocess.run([sys.executable, "-m", "harness.cli", *args], check=False).returncode
+    except KeyboardInterrupt:
+        print("interrupted; the same command resumes the run", file=sys.stderr)
+        return INTERRUPTED
+    if code != 0 or not (target / "results.json").is_file():
+        print(f"the run did not complete (exit code {code}): nothing to compare", file=sys.stderr)
+        return INTERRUPTED if code == INTERRUPTED else 1
+    now = json.loads((target / "results.json").read_text())
+    figures = compare(results, now)
+    print(figure_table(figures))
+    print(verdict(figures, machine(results), machine(now)))
+    return 0 if figures and all(figure.equal for figure in figures) else 1
+
+
+def verdict(figures: list[Figure], stored_on: str, now_on: str) -> str:
+    """One line on how the figures compare, and where each run trained."""
+    where = f"trained on {stored_on}, again on {now_on}"
+    if not figures:
+        return f"the stored run reports no figures to compare ({where})"
+    differ = [figure for figure in figures if not figure.equal]
+    if not differ:
+        return f"every one of the {len(figures)} figures is equal, bit for bit ({where})"
+    largest = max(figure.relative for figure in differ)
+    return (f"{len(differ)} of the {len(figures)} figures differ, by up to {largest:.1e} relative ({where}"
+            + ("; the same kind of CPU: a difference here is not rounding" if stored_on == now_on else
+               "; another kind of CPU, whose arithmetic rounds differently") + ")")

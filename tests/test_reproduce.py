@@ -1,0 +1,100 @@
+"""``harness reproduce``: a stored supervised run trained again (one the time cap stopped, for the epochs up to its
+tested checkpoint, without the cap) and every figure compared; the runs it cannot reproduce so, refused in one line.
+The runs here train at the smoke profile on generated bAbI data (seconds)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.cli import main
+from harness.reproduce import Figure, compare, verdict
+from tests.conftest import only_run
+from tests.test_report import write_rl_run, write_run
+
+
+def _edit(path: Path, name: str, change: Any) -> None:
+    text = (path / name).read_text()
+    data = json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
+    change(data)
+    (path / name).write_text(json.dumps(data) if name.endswith(".json") else yaml.safe_dump(data))
+
+
+@pytest.fixture
+def stored(env: dict[str, str], tmp_path: Path) -> Path:
+    """A completed smoke run of the LSTM on generated bAbI (2 epochs), moved into a reference store of its own."""
+    assert main(["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "task.source=generator"]) == 0
+    run = only_run(Path(env["HARNESS_RUNS_DIR"]))
+    reference = tmp_path / "results" / "babi" / "lstm" / run.name
+    shutil.move(run, reference)
+    return reference
+
+
+def test_a_run_trained_again_gives_every_figure_bit_for_bit_and_a_changed_figure_is_found(
+        stored: Path, env: dict[str, str], capfd: pytest.CaptureFixture[str]) -> None:
+    again = ["reproduce", stored.name, "--results-dir", str(stored.parents[2])]
+    assert main(again) == 0
+    out = capfd.readouterr().out
+    assert "ended by its epoch limit: training the same config" in out  # the smoke profile's 2 epochs
+    figures = json.loads((stored / "results.json").read_text())["metrics"]
+    assert f"every one of the {len(figures)} figures is equal, bit for bit" in out
+    assert (Path(env["HARNESS_RUNS_DIR"]) / "babi" / "lstm" / stored.name / "results.json").is_file()  # same run id
+
+    _edit(stored, "results.json", lambda results: results["metrics"].update({"test/acc": 0.123}))
+    assert main(again) == 1  # trained already: compared, not trained again
+    out = capfd.readouterr().out
+    assert "already completed" in out and f"1 of the {len(figures)} figures differ" in out
+    assert "the same kind of CPU: a difference here is not rounding" in out
+
+    assert main(["reproduce", str(Path(env["HARNESS_RUNS_DIR"]) / "babi" / "lstm" / stored.name)]) == 2  # itself
+    assert "is itself in" in capfd.readouterr().err
+
+
+def test_a_capped_run_trains_the_epochs_up_to_its_tested_checkpoint_without_the_cap(
+        stored: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """The stored run made to read as capped (200 epochs and a cap, 2 trained, no other rule): its tested checkpoint
+    closed a whole epoch, so the same config trained that far without the cap gives the same figures."""
+    best = json.loads((stored / "results.json").read_text())["best"]["epoch"]
+    _edit(stored, "config.yaml", lambda config: config["train"].update(
+        {"max_epochs": 200, "max_time_s": 600, "early_stop_patience": None, "stop_at": None}))
+    assert main(["reproduce", stored.name, "--results-dir", str(stored.parents[2])]) == 0
+    out = capfd.readouterr().out
+    assert f"stopped by its 10-minute cap, its tested checkpoint at the end of epoch {best}" in out
+    assert f"train.max_epochs={best}" in out and "max_time_s=600" not in out  # the smoke profile's: no cap
+    assert "bit for bit" in out
+
+
+def test_runs_it_cannot_reproduce_so_are_refused_in_one_line(tmp_path: Path, env: dict[str, str],
+                                                              capfd: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    write_rl_run(results, "boxworld", "relational", 0, eval_win=0.5)
+    write_run(results, "babi", "lstm", 1, status="failed", error="boom")
+    capped = write_run(results, "babi", "lstm", 2, metrics={"test/acc": 0.9})  # validated at steps 20 and 40
+    _edit(capped, "config.yaml", lambda config: config["train"].update({"max_epochs": 20, "max_time_s": 600}))
+    _edit(capped, "results.json", lambda results: results.update(
+        {"steps": 30, "best": {"metric": "val/acc", "value": 0.9, "step": 30, "epoch": 2}}))
+    for run_id, reason in (("boxworld-relational-cpu-s0-r", "is an RL run"),
+                           ("babi-lstm-cpu-s1-a", "is failed, not completed"),
+                           ("babi-lstm-cpu-s2-a", "its best validation came part way through its last epoch"),
+                           ("babi-lstm-cpu-s9-z", "no run 'babi-lstm-cpu-s9-z'")):
+        assert main(["reproduce", run_id, "--results-dir", str(results)]) == 2, run_id
+        err = capfd.readouterr().err
+        assert reason in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_verdict_says_how_the_figures_compare_and_where_each_run_trained() -> None:
+    same = compare({"metrics": {"test/acc": 0.5, "val/acc": 0.25, "note": "x"}},
+                   {"metrics": {"test/acc": 0.5, "val/acc": 0.25}})
+    assert [figure.name for figure in same] == ["test/acc", "val/acc"] and all(f.equal for f in same)
+    assert verdict(same, "AMD EPYC", "AMD EPYC") == \
+        "every one of the 2 figures is equal, bit for bit (trained on AMD EPYC, again on AMD EPYC)"
+    apart = [Figure("test/loss", 1.0, 1.0 + 1e-7), Figure("test/acc", 0.5, 0.5)]
+    assert verdict(apart, "Intel(R) Xeon(R) Processor", "AMD EPYC") == (
+        "1 of the 2 figures differ, by up to 1.0e-07 relative (trained on Intel(R) Xeon(R) Processor, again on AMD "
+        "EPYC; another kind of CPU, whose arithmetic rounds differently)")
+    assert not Figure("test/acc", 0.5, None).equal
