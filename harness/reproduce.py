@@ -175,10 +175,11 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None) -> int:
     except KeyboardInterrupt:
         print("interrupted; the same command resumes the run", file=sys.stderr)
         return INTERRUPTED
-    if code != 0 or not (target / "results.json").is_file():
-        print(f"the run did not complete (exit code {code}): nothing to compare", file=sys.stderr)
+    now = json.loads((target / "results.json").read_text()) if (target / "results.json").is_file() else {}
+    if code != 0 or now.get("status") != "completed":
+        print(f"no completed run {chosen.rebuilt.run_id} in {runs_dir} (the command's exit code: {code}): nothing to "
+              "compare", file=sys.stderr)
         return INTERRUPTED if code == INTERRUPTED else 1
-    now = json.loads((target / "results.json").read_text())
     figures = compare(results, now)
     print(figure_table(figures))
     print(verdict(figures, machine(results), machine(now)))

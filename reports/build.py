@@ -87,7 +87,7 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
         "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at step {best.get('step')}, "
                 f"epoch {best.get('epoch')}" if best else "–",
         "stopped_by": tables.stop_rule(run) or "–",
-        "same_checkpoint": _same_checkpoint(run),
+        "same_checkpoint": _same_checkpoint(run), "reproducible": _reproducible(run),
         "wall": tables.wall_time(run, _number(results.get("wall_time_s"), " s")),
         "throughput": ", ".join(f"{k} = {tables.fmt(v, 1)}" for k, v in sorted(throughput.items())) or "–",
         "data_source": results.get("data_source") or "–", "device": results.get("device") or "–",
@@ -97,6 +97,15 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
         "error": results.get("error") or None,
         **_provenance(results),
     }
+
+
+def _reproducible(run: RunRecord) -> bool:
+    """Whether ``harness reproduce`` takes the run: a completed supervised single run, not capped or capped with
+    an epoch budget to its tested checkpoint (harness/reproduce.py)."""
+    if run.status != "completed" or run.is_rl or run.is_stepwise or run.protocol == tables.CURRICULUM:
+        return False
+    stop = tables.run_stop(run)
+    return stop is None or stop.kind != "cap" or tables.checkpoint_budget(run) is not None
 
 
 def _same_checkpoint(run: RunRecord) -> str | None:

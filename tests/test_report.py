@@ -620,3 +620,5 @@ def test_a_supervised_run_page_says_what_stopped_it(tmp_path: Path) -> None:
     assert command.startswith("harness bench --task babi --model lstm --profile cpu --seed 0 -- ") and \
         command.split(" ")[-2:] == ["train.max_epochs=1", "train.max_time_s=null"], command
     assert _run_info(curriculum)["same_checkpoint"] is None and info[0]["same_checkpoint"] is None  # not capped
+    assert _run_info(capped)["reproducible"] and info[0]["reproducible"]  # `harness reproduce` takes them
+    assert not _run_info(curriculum)["reproducible"] and not info[1]["reproducible"]  # a curriculum; failed
