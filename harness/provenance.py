@@ -75,12 +75,38 @@ def machine_info() -> dict[str, Any]:
     processor = _cpu_model()
     if processor:
         info["processor"] = processor
+    cpu_id = _cpu_id()
+    if cpu_id:  # a virtual machine may name several generations of a processor alike: these tell them apart
+        info["cpu_id"] = cpu_id
     torch = sys.modules.get("torch")
     if torch is not None:
         info["torch_threads"] = torch.get_num_threads()
+        capability = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+        if capability is not None:
+            info["cpu_capability"] = str(capability())  # the vector kernels torch runs here: AVX2, AVX512, ...
         if torch.cuda.is_available():
             info["gpu"] = torch.cuda.get_device_name(0)
     return info
+
+
+def _cpu_id() -> str:
+    """The processor's vendor, family, model and stepping from /proc/cpuinfo (``AuthenticAMD family 25 model 1
+    stepping 1``); '' where not readable. Runs trained on processors that differ here (or in the vector kernels
+    torch runs) round differently, so they agree only to rounding even on a deterministic CPU run."""
+    fields: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip().lower()
+            if key in ("vendor_id", "cpu family", "model", "stepping") and key not in fields:
+                fields[key] = value.strip()
+            if not line.strip() and fields:
+                break
+    except OSError:
+        return ""
+    if len(fields) < 4:
+        return ""
+    return f"{fields['vendor_id']} family {fields['cpu family']} model {fields['model']} stepping {fields['stepping']}"
 
 
 def _cpu_model() -> str:

@@ -50,14 +50,20 @@ def find_stored(name: str, runs_dir: Path, results_dir: Path | None) -> Path:
                     "--reference` or `harness runs`, or a run directory)")
 
 
-def machine(results: dict[str, Any]) -> str:
-    """The processor a run trained on, as its results.json records it (the last attempt's)."""
+def machine(results: dict[str, Any]) -> dict[str, Any]:
+    """The machine a run trained on, as its results.json records it (its last attempt's), or {}."""
     found = results.get("machine")
     attempts = results.get("attempts")
     if not isinstance(found, dict) and isinstance(attempts, list) and attempts and isinstance(attempts[-1], dict):
         found = attempts[-1].get("machine")
-    return str(found.get("processor") or "an unrecorded processor") if isinstance(found, dict) else \
-        "an unrecorded processor"
+    return found if isinstance(found, dict) else {}
+
+
+def processor(host: dict[str, Any]) -> str:
+    """A machine's processor as it names itself, with its family, model and vector kernels where recorded."""
+    name = str(host.get("processor") or "an unrecorded processor")
+    detail = ", ".join(str(host[key]) for key in ("cpu_id", "cpu_capability") if host.get(key))
+    return f"{name} ({detail})" if detail else name
 
 
 def plan(stored: Path) -> Plan:
@@ -163,7 +169,7 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None) -> int:
         raise UserError(f"{results['run_id']} is itself in {runs_dir}: its command composes the same run; "
                         f"reproduce it into another store (--runs-dir), or retrain it with --force: "
                         f"{chosen.rebuilt.command} --force")
-    print(f"{results['run_id']} (trained on {machine(results)}): {chosen.what}", flush=True)
+    print(f"{results['run_id']} (trained on {processor(machine(results))}): {chosen.what}", flush=True)
     if chosen.caveat:
         print(f"  the figures may differ: {chosen.caveat}", flush=True)
     args = list(chosen.rebuilt.bench_args)
@@ -186,15 +192,24 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None) -> int:
     return 0 if figures and all(figure.equal for figure in figures) else 1
 
 
-def verdict(figures: list[Figure], stored_on: str, now_on: str) -> str:
-    """One line on how the figures compare, and where each run trained."""
-    where = f"trained on {stored_on}, again on {now_on}"
+def verdict(figures: list[Figure], stored_on: dict[str, Any], now_on: dict[str, Any]) -> str:
+    """One line on how the figures compare, where each run trained, and whether that was the same kind of CPU:
+    the same family, model and vector kernels where both runs record them (a virtual machine may name several
+    generations of a processor alike), else only the same name, which cannot tell rounding from a real
+    difference."""
+    where = f"trained on {processor(stored_on)}, again on {processor(now_on)}"
     if not figures:
         return f"the stored run reports no figures to compare ({where})"
     differ = [figure for figure in figures if not figure.equal]
     if not differ:
         return f"every one of the {len(figures)} figures is equal, bit for bit ({where})"
     largest = max(figure.relative for figure in differ)
-    return (f"{len(differ)} of the {len(figures)} figures differ, by up to {largest:.1e} relative ({where}"
-            + ("; the same kind of CPU: a difference here is not rounding" if stored_on == now_on else
-               "; another kind of CPU, whose arithmetic rounds differently") + ")")
+    kinds = [tuple(host.get(key) for key in ("processor", "cpu_id", "cpu_capability")) for host in (stored_on, now_on)]
+    if kinds[0] == kinds[1] and all(kinds[0]):
+        why = "the same kind of CPU: a difference here is not rounding"
+    elif kinds[0][0] != kinds[1][0] or (all(kinds[0]) and all(kinds[1])):
+        why = "another kind of CPU, whose arithmetic rounds differently"
+    else:
+        why = ("the same processor name, but the stored run records no CPU model, and a virtual machine may name "
+               "several generations alike: rounding may differ")
+    return f"{len(differ)} of the {len(figures)} figures differ, by up to {largest:.1e} relative ({where}; {why})"

@@ -96,3 +96,20 @@ def test_a_digest_follows_every_edit_of_a_file(tmp_path):
     assert source_digest(path) != first
     path.write_text("def f(x):\n    return x + 1\n")
     assert source_digest(path) == first
+
+
+def test_the_machine_record_tells_processors_of_one_name_apart(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """A virtual machine may name several generations of a processor alike ("AMD EPYC"), whose arithmetic rounds
+    differently: the record adds the processor's family, model and stepping, and the vector kernels torch runs."""
+    import torch  # the record reads torch's kernels only where torch is imported
+
+    from harness import provenance
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+                       "model name\t: AMD EPYC\nstepping\t: 1\n\nprocessor\t: 1\nvendor_id\t: Other\n")
+    real_path = provenance.Path
+    monkeypatch.setattr(provenance, "Path", lambda name: cpuinfo if name == "/proc/cpuinfo" else real_path(name))
+    info = provenance.machine_info()
+    assert info["processor"] == "AMD EPYC" and info["cpu_id"] == "AuthenticAMD family 25 model 1 stepping 1"
+    assert info["cpu_capability"] == torch.backends.cpu.get_cpu_capability()  # e.g. AVX2

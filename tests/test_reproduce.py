@@ -87,14 +87,24 @@ def test_runs_it_cannot_reproduce_so_are_refused_in_one_line(tmp_path: Path, env
         assert reason in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_the_verdict_says_how_the_figures_compare_and_where_each_run_trained() -> None:
+def test_the_verdict_says_how_the_figures_compare_and_whether_the_cpus_were_of_one_kind() -> None:
+    """The same kind of CPU is the same family, model and vector kernels where both runs record them: a virtual
+    machine may name several generations of a processor alike ("AMD EPYC"), so a name alone cannot tell rounding
+    from a real difference."""
     same = compare({"metrics": {"test/acc": 0.5, "val/acc": 0.25, "note": "x"}},
                    {"metrics": {"test/acc": 0.5, "val/acc": 0.25}})
     assert [figure.name for figure in same] == ["test/acc", "val/acc"] and all(f.equal for f in same)
-    assert verdict(same, "AMD EPYC", "AMD EPYC") == \
-        "every one of the 2 figures is equal, bit for bit (trained on AMD EPYC, again on AMD EPYC)"
+    epyc = {"processor": "AMD EPYC", "cpu_id": "AuthenticAMD family 25 model 1 stepping 1", "cpu_capability": "AVX2"}
+    assert verdict(same, epyc, epyc) == ("every one of the 2 figures is equal, bit for bit (trained on AMD EPYC "
+                                         "(AuthenticAMD family 25 model 1 stepping 1, AVX2), again on AMD EPYC "
+                                         "(AuthenticAMD family 25 model 1 stepping 1, AVX2))")
     apart = [Figure("test/loss", 1.0, 1.0 + 1e-7), Figure("test/acc", 0.5, 0.5)]
-    assert verdict(apart, "Intel(R) Xeon(R) Processor", "AMD EPYC") == (
-        "1 of the 2 figures differ, by up to 1.0e-07 relative (trained on Intel(R) Xeon(R) Processor, again on AMD "
-        "EPYC; another kind of CPU, whose arithmetic rounds differently)")
+    assert verdict(apart, epyc, epyc).endswith("; the same kind of CPU: a difference here is not rounding)")
+    assert verdict(apart, {"processor": "Intel(R) Xeon(R) Processor"}, epyc).startswith(
+        "1 of the 2 figures differ, by up to 1.0e-07 relative (trained on Intel(R) Xeon(R) Processor, again on")
+    assert verdict(apart, {"processor": "Intel(R) Xeon(R) Processor"}, epyc).endswith(
+        "; another kind of CPU, whose arithmetic rounds differently)")
+    assert verdict(apart, {**epyc, "cpu_id": "AuthenticAMD family 23 model 49 stepping 0"}, epyc).endswith(
+        "another kind of CPU, whose arithmetic rounds differently)")
+    assert "records no CPU model" in verdict(apart, {"processor": "AMD EPYC"}, epyc)  # a run of older versions
     assert not Figure("test/acc", 0.5, None).equal
