@@ -108,6 +108,10 @@ def _reproducible(run: RunRecord) -> bool:
     return stop is None or stop.kind != "cap" or tables.checkpoint_budget(run) is not None
 
 
+MACHINE_FIELDS = ("processor", "cpu_id", "cpu_capability", "cpus", "gpu")
+"""What a run page shows of each attempt's machine (harness/provenance.py machine_info)."""
+
+
 def _same_checkpoint(run: RunRecord) -> str | None:
     """For a run the time cap stopped, the command that trains the epochs up to its tested checkpoint without the
     cap, on a machine of any speed (:func:`reports.tables.checkpoint_budget`); None for other runs, or where its
@@ -196,7 +200,7 @@ def _provenance(results: dict[str, Any]) -> dict[str, Any]:
         rows.append({"started": attempt.get("started_at") or "–", "finished": attempt.get("finished_at") or "–",
                      "status": attempt.get("status") or "–", "commit": str(git.get("commit") or "unknown")[:12],
                      "dirty": "dirty" if git.get("dirty") else "clean" if git.get("dirty") is False else "",
-                     "machine": ", ".join(str(machine[k]) for k in ("processor", "cpus", "gpu") if machine.get(k)),
+                     "machine": ", ".join(str(machine[k]) for k in MACHINE_FIELDS if machine.get(k)),
                      "code": attempt.get("code") or "–"})
     files = _dict(data.get("files"))
     return {"attempts": rows, "attempt_count": attempts if isinstance(attempts, int) else len(rows) or 1,
