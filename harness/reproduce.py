@@ -89,7 +89,7 @@ def plan(stored: Path) -> Plan:
                 f"{'that epoch' if epochs == 1 else f'those {epochs} epochs'} without the cap")
     else:
         rebuilt = rebuild(stored)
-        what = f"ended by {stop.text if stop else 'its own rules'}: training the same config"
+        what = f"ended by its own rule{f' ({stop.text})' if stop else 's'}: training the same config"
     if isinstance(rebuilt, str):
         raise UserError(f"{run.run_id} cannot be composed again: {rebuilt}")
     caveats = [f"it trained on a GPU ({run.gpu}), whose kernels are not bitwise deterministic" if run.gpu else "",

@@ -40,7 +40,7 @@ def test_a_run_trained_again_gives_every_figure_bit_for_bit_and_a_changed_figure
     again = ["reproduce", stored.name, "--results-dir", str(stored.parents[2])]
     assert main(again) == 0
     out = capfd.readouterr().out
-    assert "ended by its epoch limit: training the same config" in out  # the smoke profile's 2 epochs
+    assert "ended by its own rule (its epoch limit): training the same config" in out  # the smoke profile's 2 epochs
     figures = json.loads((stored / "results.json").read_text())["metrics"]
     assert f"every one of the {len(figures)} figures is equal, bit for bit" in out
     assert (Path(env["HARNESS_RUNS_DIR"]) / "babi" / "lstm" / stored.name / "results.json").is_file()  # same run id
