@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -157,6 +158,23 @@ def _shown(value: float | None) -> str:
     return "–" if value is None else repr(value)
 
 
+def same_threads(stored: Path, results: dict[str, Any]) -> tuple[dict[str, str], int | None]:
+    """The environment that gives the new run the stored run's torch threads, and their number where the environment
+    sets it. The thread count decides how a kernel splits its sums, so it changes the rounding: a run whose config
+    leaves ``train.threads`` to torch (all cores, or ``OMP_NUM_THREADS``, which a sweep's trials get from Ray) is
+    trained again under ``OMP_NUM_THREADS`` set to the threads its machine record counted (a config with
+    ``train.threads`` already says it, and its command carries it)."""
+    import yaml
+
+    environment = dict(os.environ)
+    config = yaml.safe_load((stored / "config.yaml").read_text()) or {}
+    threads = machine(results).get("torch_threads")
+    if (config.get("train") or {}).get("threads") or not isinstance(threads, int) or threads < 1:
+        return environment, None
+    environment["OMP_NUM_THREADS"] = str(threads)
+    return environment, threads
+
+
 def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None) -> int:
     """Train the stored run ``name`` again into ``runs_dir`` (or compare with the run there, if it has already been
     trained so), then print every figure beside the stored one. The exit code (module docstring)."""
@@ -175,9 +193,10 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None) -> int:
     args = list(chosen.rebuilt.bench_args)
     cut = args.index("--") if "--" in args else len(args)
     args[cut:cut] = ["--runs-dir", str(runs_dir)]
-    print(f"  {chosen.rebuilt.command}", flush=True)
+    environment, threads = same_threads(stored, results)
+    print(f"  {f'OMP_NUM_THREADS={threads} ' if threads else ''}{chosen.rebuilt.command}", flush=True)
     try:
-        code = subprocess.run([sys.executable, "-m", "harness.cli", *args], check=False).returncode
+        code = subprocess.run([sys.executable, "-m", "harness.cli", *args], check=False, env=environment).returncode
     except KeyboardInterrupt:
         print("interrupted; the same command resumes the run", file=sys.stderr)
         return INTERRUPTED

@@ -108,3 +108,17 @@ def test_the_verdict_says_how_the_figures_compare_and_whether_the_cpus_were_of_o
         "another kind of CPU, whose arithmetic rounds differently)")
     assert "records no CPU model" in verdict(apart, {"processor": "AMD EPYC"}, epyc)  # a run of older versions
     assert not Figure("test/acc", 0.5, None).equal
+
+
+def test_a_run_that_left_its_threads_to_torch_is_trained_again_with_the_threads_it_counted(tmp_path: Path) -> None:
+    """The thread count decides how kernels split their sums: a sweep trial that left ``train.threads`` to torch
+    trained with Ray's OMP_NUM_THREADS, and is trained again so; a config that names its threads says it itself."""
+    from harness.reproduce import same_threads
+
+    run = write_run(tmp_path, "babi", "lstm", 0, metrics={"test/acc": 0.9})
+    results = {"attempts": [{"machine": {"processor": "AMD EPYC", "torch_threads": 1}}]}
+    environment, threads = same_threads(run, results)
+    assert threads == 1 and environment["OMP_NUM_THREADS"] == "1"
+    _edit(run, "config.yaml", lambda config: config["train"].update({"threads": 2}))
+    assert same_threads(run, results)[1] is None
+    assert same_threads(write_run(tmp_path, "babi", "lstm", 1), {})[1] is None  # no count recorded: as it is
