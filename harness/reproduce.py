@@ -67,29 +67,49 @@ def processor(host: dict[str, Any]) -> str:
     return f"{name} ({detail})" if detail else name
 
 
-def plan(stored: Path) -> Plan:
-    """How to train the run in ``stored`` again; a :class:`UserError` saying why where it cannot be so."""
-    from reports.store import load_run
-    from reports.tables import CURRICULUM, checkpoint_budget, run_stop
+def refusal(run: Any) -> str | None:
+    """Why ``harness reproduce`` cannot train the run (a :class:`reports.store.RunRecord`) again so, or None when it
+    can: a completed supervised single run, not capped or capped with an epoch budget to its tested checkpoint
+    (:func:`reports.tables.checkpoint_budget`). The run page asks this too."""
+    from reports.tables import CURRICULUM, checkpoint_budget, last_epoch_part, run_stop
 
-    run = load_run(stored / "results.json", stored.parents[2])
     if run.status != "completed":
-        raise UserError(f"{run.run_id} is {run.status}, not completed: there are no figures to reproduce")
+        return f"{run.run_id} is {run.status}, not completed: there are no figures to reproduce"
     if run.is_rl or run.is_stepwise or run.protocol == CURRICULUM:
         kind = "an RL" if run.is_rl else "a stepwise" if run.is_stepwise else "a curriculum"
-        raise UserError(f"{run.run_id} is {kind} run: reproduce trains supervised single runs, whose CPU training "
-                        "is deterministic")
+        return (f"{run.run_id} is {kind} run: reproduce trains supervised single runs, whose CPU training is "
+                "deterministic")
     stop = run_stop(run)
-    if stop is not None and stop.kind == "cap":
-        epochs = checkpoint_budget(run)
-        if epochs is None:
-            raise UserError(f"{run.run_id} was stopped by its {stop.text} and no epoch budget reaches its tested "
-                            f"checkpoint: {_no_budget(run)}")
-        rebuilt = rebuild(stored, {"train.max_epochs": epochs, "train.max_time_s": None})
+    if stop is None or stop.kind != "cap" or checkpoint_budget(run) is not None:
+        return None
+    if run.gpu:
+        why = f"it trained on a GPU ({run.gpu})"
+    elif len(run.results.get("stack") or []) > 1:
+        why = "it trained in a stack, whose members stop together"
+    elif len(run.results.get("attempts") or []) > 1:
+        why = "it was resumed"
+    elif last_epoch_part(run) is not None:
+        why = "its best validation came part way through its last epoch, where the cap stopped it"
+    else:
+        why = "its curves cannot tell whether its last epoch was whole"
+    return f"{run.run_id} was stopped by its {stop.text} and no epoch budget reaches its tested checkpoint: {why}"
+
+
+def plan(run: Any) -> Plan:
+    """How to train the stored run (a :class:`reports.store.RunRecord`) again; a :class:`UserError` saying why
+    where it cannot be so (:func:`refusal`)."""
+    from reports.tables import budget_settings, checkpoint_budget, run_stop
+
+    refused = refusal(run)
+    if refused:
+        raise UserError(refused)
+    stop, epochs = run_stop(run), checkpoint_budget(run)
+    if epochs is not None:
+        rebuilt = rebuild(run.path, budget_settings(epochs))
         what = (f"stopped by its {stop.text}, its tested checkpoint at the end of epoch {epochs}: training "
                 f"{'that epoch' if epochs == 1 else f'those {epochs} epochs'} without the cap")
     else:
-        rebuilt = rebuild(stored)
+        rebuilt = rebuild(run.path)
         what = f"ended by its own rule{f' ({stop.text})' if stop else 's'}: training the same config"
     if isinstance(rebuilt, str):
         raise UserError(f"{run.run_id} cannot be composed again: {rebuilt}")
@@ -97,21 +117,6 @@ def plan(stored: Path) -> Plan:
                "it was resumed, and a fresh run does not draw the resumed one's random numbers"
                if len(run.results.get("attempts") or []) > 1 else "", rebuilt.note]
     return Plan(rebuilt, what, "; ".join(caveat for caveat in caveats if caveat))
-
-
-def _no_budget(run: Any) -> str:
-    """Why :func:`reports.tables.checkpoint_budget` gives no budget for a capped run."""
-    from reports.tables import last_epoch_part
-
-    if run.gpu:
-        return f"it trained on a GPU ({run.gpu})"
-    if len(run.results.get("stack") or []) > 1:
-        return "it trained in a stack, whose members stop together"
-    if len(run.results.get("attempts") or []) > 1:
-        return "it was resumed"
-    if last_epoch_part(run) is not None:
-        return "its best validation came part way through its last epoch, where the cap stopped it"
-    return "its curves cannot tell whether its last epoch was whole"
 
 
 @dataclass(frozen=True)
@@ -158,18 +163,15 @@ def _shown(value: float | None) -> str:
     return "–" if value is None else repr(value)
 
 
-def same_threads(stored: Path, results: dict[str, Any]) -> tuple[dict[str, str], int | None]:
-    """The environment that gives the new run the stored run's torch threads, and their number where the environment
-    sets it. The thread count decides how a kernel splits its sums, so it changes the rounding: a run whose config
-    leaves ``train.threads`` to torch (all cores, or ``OMP_NUM_THREADS``, which a sweep's trials get from Ray) is
-    trained again under ``OMP_NUM_THREADS`` set to the threads its machine record counted (a config with
-    ``train.threads`` already says it, and its command carries it)."""
-    import yaml
-
+def same_threads(run: Any) -> tuple[dict[str, str], int | None]:
+    """The environment that gives the new run the stored run's (a :class:`reports.store.RunRecord`) torch threads,
+    and their number where the environment sets it. The thread count decides how a kernel splits its sums, so it
+    changes the rounding: a run whose config leaves ``train.threads`` to torch (all cores, or ``OMP_NUM_THREADS``,
+    which a sweep's trials get from Ray) is trained again under ``OMP_NUM_THREADS`` set to the threads its machine
+    record counted (a config with ``train.threads`` already says it, and its command carries it)."""
     environment = dict(os.environ)
-    config = yaml.safe_load((stored / "config.yaml").read_text()) or {}
-    threads = machine(results).get("torch_threads")
-    if (config.get("train") or {}).get("threads") or not isinstance(threads, int) or threads < 1:
+    threads = machine(run.results).get("torch_threads")
+    if (run.config.get("train") or {}).get("threads") or not isinstance(threads, int) or threads < 1:
         return environment, None
     environment["OMP_NUM_THREADS"] = str(threads)
     return environment, threads
@@ -178,11 +180,13 @@ def same_threads(stored: Path, results: dict[str, Any]) -> tuple[dict[str, str],
 def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None) -> int:
     """Train the stored run ``name`` again into ``runs_dir`` (or compare with the run there, if it has already been
     trained so), then print every figure beside the stored one. The exit code (module docstring)."""
+    from reports.store import load_run
+
     stored = find_stored(name, runs_dir, results_dir)
-    results = json.loads((stored / "results.json").read_text())
-    chosen = plan(stored)
-    task, model = results["task"], results["model"]
-    target = runs_dir / task / model / chosen.rebuilt.run_id
+    run = load_run(stored / "results.json", stored.parents[2])
+    results = run.results
+    chosen = plan(run)
+    target = runs_dir / run.task / run.model / chosen.rebuilt.run_id
     if target.resolve() == stored.resolve():
         raise UserError(f"{results['run_id']} is itself in {runs_dir}: its command composes the same run; "
                         f"reproduce it into another store (--runs-dir), or retrain it with --force: "
@@ -193,7 +197,7 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None) -> int:
     args = list(chosen.rebuilt.bench_args)
     cut = args.index("--") if "--" in args else len(args)
     args[cut:cut] = ["--runs-dir", str(runs_dir)]
-    environment, threads = same_threads(stored, results)
+    environment, threads = same_threads(run)
     print(f"  {f'OMP_NUM_THREADS={threads} ' if threads else ''}{chosen.rebuilt.command}", flush=True)
     try:
         code = subprocess.run([sys.executable, "-m", "harness.cli", *args], check=False, env=environment).returncode

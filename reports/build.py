@@ -100,12 +100,10 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
 
 
 def _reproducible(run: RunRecord) -> bool:
-    """Whether ``harness reproduce`` takes the run: a completed supervised single run, not capped or capped with
-    an epoch budget to its tested checkpoint (harness/reproduce.py)."""
-    if run.status != "completed" or run.is_rl or run.is_stepwise or run.protocol == tables.CURRICULUM:
-        return False
-    stop = tables.run_stop(run)
-    return stop is None or stop.kind != "cap" or tables.checkpoint_budget(run) is not None
+    """Whether ``harness reproduce`` takes the run (:func:`harness.reproduce.refusal`)."""
+    from harness.reproduce import refusal
+
+    return refusal(run) is None
 
 
 MACHINE_FIELDS = ("processor", "cpu_id", "cpu_capability", "cpus", "gpu")
@@ -122,7 +120,7 @@ def _same_checkpoint(run: RunRecord) -> str | None:
     from harness.rerun import reproduce
 
     try:
-        command, _ = reproduce(run.path, {"train.max_epochs": epochs, "train.max_time_s": None})
+        command, _ = reproduce(run.path, tables.budget_settings(epochs))
     except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
         return None
     return command

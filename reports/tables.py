@@ -493,6 +493,11 @@ def checkpoint_budget(run: RunRecord) -> int | None:
     return None
 
 
+def budget_settings(epochs: int) -> dict[str, Any]:
+    """The config settings that train a capped run's :func:`checkpoint_budget`: that many epochs, without the cap."""
+    return {"train.max_epochs": epochs, "train.max_time_s": None}
+
+
 def recorded_wall_time(run: RunRecord) -> float | None:
     """The wall time ``results.json`` records, in seconds; None where it records no number, or 0 s for a running
     (or killed) run: ``results.json`` holds 0 s until an attempt ends, which is not how long it has run."""

@@ -114,11 +114,17 @@ def test_a_run_that_left_its_threads_to_torch_is_trained_again_with_the_threads_
     """The thread count decides how kernels split their sums: a sweep trial that left ``train.threads`` to torch
     trained with Ray's OMP_NUM_THREADS, and is trained again so; a config that names its threads says it itself."""
     from harness.reproduce import same_threads
+    from reports.store import load_run
+
+    def stored(folder: Path, results: dict[str, Any]) -> Any:
+        run = load_run(folder / "results.json", tmp_path)
+        run.results = results
+        return run
 
     run = write_run(tmp_path, "babi", "lstm", 0, metrics={"test/acc": 0.9})
     results = {"attempts": [{"machine": {"processor": "AMD EPYC", "torch_threads": 1}}]}
-    environment, threads = same_threads(run, results)
+    environment, threads = same_threads(stored(run, results))
     assert threads == 1 and environment["OMP_NUM_THREADS"] == "1"
     _edit(run, "config.yaml", lambda config: config["train"].update({"threads": 2}))
-    assert same_threads(run, results)[1] is None
-    assert same_threads(write_run(tmp_path, "babi", "lstm", 1), {})[1] is None  # no count recorded: as it is
+    assert same_threads(stored(run, results))[1] is None
+    assert same_threads(stored(write_run(tmp_path, "babi", "lstm", 1), {}))[1] is None  # no count recorded: as it is
