@@ -72,10 +72,11 @@ def machine_info() -> dict[str, Any]:
     """The host, its processor and operating system, its CPUs and (when present and imported) GPU."""
     info: dict[str, Any] = {"host": socket.gethostname(), "system": platform.platform(terse=True),
                             "machine": platform.machine(), "cpus": os.cpu_count()}
-    processor = _cpu_model()
+    cpuinfo = _cpuinfo()
+    processor = _cpu_model(cpuinfo)
     if processor:
         info["processor"] = processor
-    cpu_id = _cpu_id()
+    cpu_id = _cpu_id(cpuinfo)
     if cpu_id:  # a virtual machine may name several generations of a processor alike: these tell them apart
         info["cpu_id"] = cpu_id
     torch = sys.modules.get("torch")
@@ -89,34 +90,32 @@ def machine_info() -> dict[str, Any]:
     return info
 
 
-def _cpu_id() -> str:
-    """The processor's vendor, family, model and stepping from /proc/cpuinfo (``AuthenticAMD family 25 model 1
-    stepping 1``); '' where not readable. Runs trained on processors that differ here (or in the vector kernels
-    torch runs) round differently, so they agree only to rounding even on a deterministic CPU run."""
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields in /proc/cpuinfo, keys in lower case ({} where it cannot be read)."""
     fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            key = key.strip().lower()
-            if key in ("vendor_id", "cpu family", "model", "stepping") and key not in fields:
-                fields[key] = value.strip()
             if not line.strip() and fields:
                 break
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip().lower(), value.strip())
     except OSError:
-        return ""
-    if len(fields) < 4:
+        return {}
+    return fields
+
+
+def _cpu_id(fields: dict[str, str]) -> str:
+    """The processor's vendor, family, model and stepping (``AuthenticAMD family 25 model 1 stepping 1``), from
+    :func:`_cpuinfo`'s ``fields``; '' where not all are there. Runs trained on processors that differ here (or in the
+    vector kernels torch runs) round differently, so they agree only to rounding even on a deterministic CPU run."""
+    if not all(key in fields for key in ("vendor_id", "cpu family", "model", "stepping")):
         return ""
     return f"{fields['vendor_id']} family {fields['cpu family']} model {fields['model']} stepping {fields['stepping']}"
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
+def _cpu_model(fields: dict[str, str]) -> str:
+    """The processor's name (``model name`` in :func:`_cpuinfo`'s ``fields``), else the platform's."""
+    return fields.get("model name") or platform.processor()
 
 
 def _strip_docstrings(tree: ast.AST) -> ast.AST:
