@@ -40,7 +40,8 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 def _machine() -> dict[str, Any]:
-    info = {key: value for key, value in machine_info().items() if key in ("processor", "cpus", "system", "machine")}
+    kept = ("processor", "cpus", "system", "machine", "gpu")  # gpu: only where torch sees one
+    info = {key: value for key, value in machine_info().items() if key in kept}
     info["load_average"] = [round(value, 2) for value in os.getloadavg()]
     return info
 
