@@ -40,10 +40,26 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 def _machine() -> dict[str, Any]:
-    kept = ("processor", "cpus", "system", "machine", "gpu")  # gpu: only where torch sees one
-    info = {key: value for key, value in machine_info().items() if key in kept}
+    info = {key: value for key, value in machine_info().items() if key in ("processor", "cpus", "system", "machine")}
+    gpu = _gpu_name()
+    if gpu:
+        info["gpu"] = gpu
     info["load_average"] = [round(value, 2) for value in os.getloadavg()]
     return info
+
+
+def _gpu_name() -> str | None:
+    """The first GPU's name as ``nvidia-smi`` gives it, or None (no NVIDIA GPU or driver). This process does not
+    import torch, so :func:`harness.provenance.machine_info` cannot name the GPU a benchmark ran on."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        listed = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = listed.stdout.strip().splitlines() if listed.returncode == 0 else []
+    return names[0].strip() if names else None
 
 
 def run_benchmark(name: str, command: Sequence[str], bench_dir: Path = BENCH_DIR) -> int:
@@ -218,10 +234,20 @@ def _stacked(figures: dict[str, Any]) -> list[str]:
 
 
 def _stepwise(figures: dict[str, Any]) -> list[str]:
-    rows = [[f"`{pair['pair']}`", f"{pair['batch']} x {pair['steps']}", f"{pair['train_world_steps_per_s']:,.0f}",
-             f"{pair['rollout_steps']:,} steps x {pair['rollout_worlds']} worlds: {pair['rollout_s']:.1f} s"]
-            for pair in figures["pairs"]]
-    return _table(["task/model (`cpu` profile)", "batch x steps", "training world-steps/s", "long rollout"], rows)
+    """One row per pair; the projection of the profile's iterations where the record has one (older ones do not)."""
+    projected = any("projected_hours" in pair for pair in figures["pairs"])
+    rows = []
+    for pair in figures["pairs"]:
+        rollout = ("–" if pair.get("rollout_s") is None else
+                   f"{pair['rollout_steps']:,} steps x {pair['rollout_worlds']} worlds: {pair['rollout_s']:.1f} s")
+        projection = [_optional(pair.get("iterations"), ","), _optional(pair.get("projected_hours"), ".2f", " h")]
+        rows.append([f"`{pair['pair']}`", f"{pair['batch']} x {pair['steps']}",
+                     f"{pair['train_world_steps_per_s']:,.0f}", *(projection if projected else []), rollout])
+    device = figures.get("device", "cpu")
+    where = f"`{figures.get('profile', 'cpu')}` profile" + ("" if device == "cpu" else f", on {device}")
+    return _table([f"task/model ({where})", "batch x steps", "training world-steps/s",
+                   *(["the profile's iterations", "they take at this rate (full-length trajectories)"] if projected
+                     else []), "long rollout"], rows)
 
 
 def _agents(figures: dict[str, Any]) -> list[str]:
@@ -289,6 +315,10 @@ RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "boxworld_env": ("Batched BoxWorld envs", _boxworld),
     "stacked": ("Stacked seeds on the Relations Game (Table 1 models, `cpu` profile, batch 10)", _stacked),
     "stepwise": ("Stepwise training and long rollouts (Algorithm 1)", _stepwise),
+    "stacked_gpu": ("Stacked seeds on the Relations Game, on a GPU (Table 1 models, `cpu` profile, batch 10)",
+                    _stacked),
+    "stepwise_gpu": ("Stepwise training on a GPU at the papers' sizes (Algorithm 1, the `paper` profiles)",
+                     _stepwise),
     "babi_tasks": ("TPR-RNN's training step on each bAbI task", _babi),
     "babi_tasks_trim": ("What if each batch were cut to its longest story: TPR-RNN's training step on each bAbI task "
                         "(`--trim`; the runs pad every batch to the task's longest story)", _babi),
@@ -296,6 +326,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
                             "and 3", _babi),
     "agents": ("Gradient step of the relational and 2-simplicial agents (bridge BoxWorld batches, forward and "
                "backward)", _agents),
+    "agents_gpu": ("Gradient step of the relational and 2-simplicial agents on a GPU", _agents),
     "relations_models": ("Training step of the Relations Game models (Table 1's models, random images)",
                          _relations_models),
     "relations_generator": ("Relations Game generator", _generators),
@@ -310,7 +341,8 @@ def _provenance(record: dict[str, Any]) -> str:
     load = "/".join(f"{value:.1f}" for value in machine.get("load_average", []))
     commit = (git.get("commit") or "unknown")[:10] + (" with uncommitted changes" if git.get("dirty") else "")
     return (f"`{record['command']}`, {record['started'][:16].replace('T', ' ')} UTC, {record['seconds']:.0f} s; "
-            f"{machine.get('cpus')} CPUs ({machine.get('processor', 'processor unknown')}), load average "
+            f"{machine.get('cpus')} CPUs ({machine.get('processor', 'processor unknown')})"
+            + (f" and a GPU ({machine['gpu']})" if machine.get("gpu") else "") + ", load average "
             f"{load} (1/5/15 min) before; commit {commit}; `results/perf/{record['name']}.json`.")
 
 

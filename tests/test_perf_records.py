@@ -88,3 +88,32 @@ def test_a_benchmark_with_its_own_table_renders_what_it_prints(name: str, module
     lines = perf.RENDERERS[name][1](figures)
     assert len(lines) >= 3 and all(line.startswith("|") for line in lines)
     assert "nan" not in "\n".join(lines).lower()
+
+
+def test_a_record_names_the_gpu_nvidia_smi_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorder does not import torch: it asks ``nvidia-smi`` for the GPU, and says nothing without one."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert perf._gpu_name() is None and "gpu" not in perf._machine()
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'NVIDIA H200'\necho 'NVIDIA H200'\n")
+    smi.chmod(0o755)
+    assert perf._machine()["gpu"] == "NVIDIA H200"
+    smi.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n")  # a driver that does not answer
+    assert perf._gpu_name() is None
+    record = {"name": "stepwise_gpu", "command": "python -m harness.runners.bench_stepwise", "seconds": 15.0,
+              "started": "2026-11-29T23:54:36+00:00", "git": {"commit": "f273e4e3f9"},
+              "machine": {"cpus": 16, "processor": "Intel(R) Xeon(R) Processor", "gpu": "NVIDIA H200",
+                          "load_average": [0.6, 0.1, 0.0]}}
+    assert "16 CPUs (Intel(R) Xeon(R) Processor) and a GPU (NVIDIA H200), load average" in perf._provenance(record)
+
+
+def test_the_stepwise_table_projects_a_profile_where_the_record_does() -> None:
+    pair = {"pair": "game_of_life/updater_extractor", "batch": 256, "steps": 5, "train_world_steps_per_s": 7543.1,
+            "rollout_steps": 0, "rollout_worlds": 256, "rollout_s": None}
+    gpu = perf._stepwise({"profile": "paper", "device": "cuda",
+                          "pairs": [{**pair, "iterations": 60000, "projected_hours": 2.83}]})
+    assert gpu[0].startswith("| task/model (`paper` profile, on cuda) |") and "they take at this rate" in gpu[0]
+    assert gpu[2] == "| `game_of_life/updater_extractor` | 256 x 5 | 7,543 | 60,000 | 2.83 h | – |"
+    older = perf._stepwise({"pairs": [{**pair, "rollout_steps": 10000, "rollout_worlds": 16, "rollout_s": 27.55}]})
+    assert older[0] == "| task/model (`cpu` profile) | batch x steps | training world-steps/s | long rollout |"
+    assert older[2] == "| `game_of_life/updater_extractor` | 256 x 5 | 7,543 | 10,000 steps x 16 worlds: 27.6 s |"
