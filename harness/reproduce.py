@@ -1,11 +1,13 @@
-"""``harness reproduce RUN``: train a stored supervised run again and compare every figure it reported.
+"""``harness reproduce RUN``: train a stored supervised or stepwise run again and compare every figure it reported.
 
-A run that ended by its own rule (a validation target, its patience, its epoch limit) is trained by the same config,
-which gives the same run id. A run that the time cap stopped is trained for the epochs up to its tested (best)
-checkpoint, without the cap (:func:`reports.tables.checkpoint_budget`): a budget that no longer depends on the
-machine's speed. Each epoch's order is drawn from the seed and CPU training is deterministic
-(harness/runners/supervised.py), so on the same kind of CPU every figure comes back bit for bit; on another kind the
-arithmetic rounds differently, and the difference grows with training. The comparison says which it was.
+A run that ended by its own rule (a validation target, its patience, its epoch or iteration limit) is trained by the
+same config, which gives the same run id. A supervised run that the time cap stopped is trained for the epochs up to
+its tested (best) checkpoint, without the cap (:func:`reports.tables.checkpoint_budget`), a stepwise one for the
+outer cycles it trained (:func:`reports.tables.cycle_budget`): budgets that no longer depend on the machine's speed.
+Each epoch's order, and each cycle's worlds, are drawn from the seed and CPU training is deterministic
+(harness/runners/supervised.py, harness/runners/stepwise.py), so on the same kind of CPU every figure comes back bit
+for bit; on another kind the arithmetic rounds differently, and the difference grows with training. The comparison
+says which it was.
 
 Exit code 0 when every figure is equal, 1 when one differs (or the training failed), 2 for a run that cannot be
 reproduced so (with the reason), 130 when interrupted.
@@ -69,18 +71,18 @@ def processor(host: dict[str, Any]) -> str:
 
 def refusal(run: Any) -> str | None:
     """Why ``harness reproduce`` cannot train the run (a :class:`reports.store.RunRecord`) again so, or None when it
-    can: a completed supervised single run, not capped or capped with an epoch budget to its tested checkpoint
-    (:func:`reports.tables.checkpoint_budget`). The run page asks this too."""
-    from reports.tables import CURRICULUM, checkpoint_budget, last_epoch_part, run_stop
+    can: a completed supervised single run or stepwise run, not capped or capped with a budget
+    (:func:`reports.tables.capped_budget`). The run page asks this too."""
+    from reports.tables import CURRICULUM, capped_budget, last_epoch_part, run_stop
 
     if run.status != "completed":
         return f"{run.run_id} is {run.status}, not completed: there are no figures to reproduce"
-    if run.is_rl or run.is_stepwise or run.protocol == CURRICULUM:
-        kind = "an RL" if run.is_rl else "a stepwise" if run.is_stepwise else "a curriculum"
-        return (f"{run.run_id} is {kind} run: reproduce trains supervised single runs, whose CPU training is "
-                "deterministic")
+    if run.is_rl or run.protocol == CURRICULUM:
+        kind = "an RL" if run.is_rl else "a curriculum"
+        return (f"{run.run_id} is {kind} run: reproduce trains supervised single runs and stepwise runs, whose CPU "
+                "training is deterministic")
     stop = run_stop(run)
-    if stop is None or stop.kind != "cap" or checkpoint_budget(run) is not None:
+    if stop is None or stop.kind != "cap" or capped_budget(run) is not None:
         return None
     if run.gpu:
         why = f"it trained on a GPU ({run.gpu})"
@@ -92,22 +94,27 @@ def refusal(run: Any) -> str | None:
         why = "its best validation came part way through its last epoch, where the cap stopped it"
     else:
         why = "its curves cannot tell whether its last epoch was whole"
-    return f"{run.run_id} was stopped by its {stop.text} and no epoch budget reaches its tested checkpoint: {why}"
+    budget = "cycle budget" if run.is_stepwise else "epoch budget reaches its tested checkpoint"
+    return f"{run.run_id} was stopped by its {stop.text} and no {budget}: {why}"
 
 
 def plan(run: Any) -> Plan:
     """How to train the stored run (a :class:`reports.store.RunRecord`) again; a :class:`UserError` saying why
     where it cannot be so (:func:`refusal`)."""
-    from reports.tables import budget_settings, checkpoint_budget, run_stop
+    from reports.tables import budget_settings, checkpoint_budget, cycle_budget, cycle_settings, run_stop
 
     refused = refusal(run)
     if refused:
         raise UserError(refused)
-    stop, epochs = run_stop(run), checkpoint_budget(run)
+    stop, epochs, cycles = run_stop(run), checkpoint_budget(run), cycle_budget(run)
     if epochs is not None:
         rebuilt = rebuild(run.path, budget_settings(epochs))
         what = (f"stopped by its {stop.text}, its tested checkpoint at the end of epoch {epochs}: training "
                 f"{'that epoch' if epochs == 1 else f'those {epochs} epochs'} without the cap")
+    elif cycles is not None:
+        rebuilt = rebuild(run.path, cycle_settings(cycles))
+        what = (f"stopped by its {stop.text} after {cycles:,} outer cycle{'s' * (cycles != 1)}: training "
+                f"{'that cycle' if cycles == 1 else 'those cycles'} without the cap")
     else:
         rebuilt = rebuild(run.path)
         what = f"ended by its own rule{f' ({stop.text})' if stop else 's'}: training the same config"
@@ -166,12 +173,14 @@ def _shown(value: float | None) -> str:
 def same_threads(run: Any) -> tuple[dict[str, str], int | None]:
     """The environment that gives the new run the stored run's (a :class:`reports.store.RunRecord`) torch threads,
     and their number where the environment sets it. The thread count decides how a kernel splits its sums, so it
-    changes the rounding: a run whose config leaves ``train.threads`` to torch (all cores, or ``OMP_NUM_THREADS``,
-    which a sweep's trials get from Ray) is trained again under ``OMP_NUM_THREADS`` set to the threads its machine
-    record counted (a config with ``train.threads`` already says it, and its command carries it)."""
+    changes the rounding: a run whose config leaves ``train.threads`` (a stepwise run's ``stepwise.threads``) to
+    torch (all cores, or ``OMP_NUM_THREADS``, which a sweep's trials get from Ray) is trained again under
+    ``OMP_NUM_THREADS`` set to the threads its machine record counted (a config that sets them already says it, and
+    its command carries it)."""
     environment = dict(os.environ)
     threads = machine(run.results).get("torch_threads")
-    if (run.config.get("train") or {}).get("threads") or not isinstance(threads, int) or threads < 1:
+    section = run.config.get("stepwise" if run.is_stepwise else "train") or {}
+    if section.get("threads") or not isinstance(threads, int) or threads < 1:
         return environment, None
     environment["OMP_NUM_THREADS"] = str(threads)
     return environment, threads

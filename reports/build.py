@@ -111,16 +111,16 @@ MACHINE_FIELDS = ("processor", "cpu_id", "cpu_capability", "cpus", "gpu")
 
 
 def _same_checkpoint(run: RunRecord) -> str | None:
-    """For a run the time cap stopped, the command that trains the epochs up to its tested checkpoint without the
-    cap, on a machine of any speed (:func:`reports.tables.checkpoint_budget`); None for other runs, or where its
-    config no longer composes."""
-    epochs = tables.checkpoint_budget(run)
-    if epochs is None or not (run.path / "config.yaml").is_file():
+    """For a run the time cap stopped, the command that trains its budget without the cap, on a machine of any speed
+    (:func:`reports.tables.capped_budget`: a supervised run's epochs up to its tested checkpoint, a stepwise run's
+    cycles); None for other runs, or where its config no longer composes."""
+    settings = tables.capped_budget(run)
+    if settings is None or not (run.path / "config.yaml").is_file():
         return None
     from harness.rerun import reproduce
 
     try:
-        command, _ = reproduce(run.path, tables.budget_settings(epochs))
+        command, _ = reproduce(run.path, settings)
     except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
         return None
     return command

@@ -391,14 +391,14 @@ _ENDED = {"diverged": "diverged", "failed": "failed", "interrupted": "was interr
 
 @dataclass(frozen=True)
 class Stop:
-    """What ended a supervised run (:func:`run_stop`): ``kind`` one of :data:`STOP_KINDS`, ``text`` as the tables
-    say it ("10-minute cap", "val/acc reached 0.99")."""
+    """What ended a supervised or stepwise run (:func:`run_stop`): ``kind`` one of :data:`STOP_KINDS`, ``text`` as
+    the tables say it ("10-minute cap", "val/acc reached 0.99")."""
 
     kind: str
     text: str
 
 
-STOP_KINDS = ("cap", "target", "epoch_limit", "patience")
+STOP_KINDS = ("cap", "target", "epoch_limit", "patience", "iteration_limit")
 
 
 def _validation_steps(run: RunRecord) -> list[int]:
@@ -439,12 +439,15 @@ def run_stop(run: RunRecord) -> Stop | None:
     (harness/runners/supervised.py; results.json records no reason): a last epoch cut short, which only the
     ``train.max_time_s`` cap does (:func:`last_epoch_part`); the monitored validation metric reaching
     ``train.stop_at``; ``train.max_epochs``; ``train.early_stop_patience`` epochs without a strictly better one
-    (Lightning's EarlyStopping, counted from the best epoch); otherwise, with epochs left, the time cap. None for
-    an RL or stepwise run (RL runs record their own ``stop_reason``), a curriculum (each stage stops by these rules
-    on its own), a run not completed, or one none of these rules explains."""
+    (Lightning's EarlyStopping, counted from the best epoch); otherwise, with epochs left, the time cap. A stepwise
+    run by its own runner's rules (:func:`_stepwise_stop`). None for an RL run (RL runs record their own
+    ``stop_reason``), a curriculum (each stage stops by these rules on its own), a run not completed, or one none
+    of these rules explains."""
     results = run.results
     epochs, best = results.get("epochs"), results.get("best")
-    if run.is_rl or run.is_stepwise or run.protocol == CURRICULUM or run.status != "completed" \
+    if run.is_stepwise and not run.is_rl:
+        return _stepwise_stop(run)
+    if run.is_rl or run.protocol == CURRICULUM or run.status != "completed" \
             or not isinstance(epochs, int) or not isinstance(best, dict):
         return None
     cap = cfg_get(run.config, "train.max_time_s")
@@ -465,6 +468,24 @@ def run_stop(run: RunRecord) -> Stop | None:
     return at_cap
 
 
+def _stepwise_stop(run: RunRecord) -> Stop | None:
+    """What ended a completed stepwise run, by the rules of harness/runners/stepwise.py (results.json records no
+    reason), which are checked at each validation: validation accuracy reaching ``stepwise.stop_at`` (the best
+    value is the one that reached it), ``stepwise.iterations`` outer cycles, else the ``stepwise.max_time_s`` cap
+    (which validates at the cycle it stops at). None for a run not completed or none of these explains."""
+    steps, best = run.results.get("steps"), run.results.get("best")
+    if run.status != "completed" or not isinstance(steps, int):
+        return None
+    target, value = cfg_get(run.config, "stepwise.stop_at"), best.get("value") if isinstance(best, dict) else None
+    if isinstance(target, int | float) and isinstance(value, int | float) and value >= target:
+        return Stop("target", f"val/acc reached {float(target)!r}")
+    iterations = cfg_get(run.config, "stepwise.iterations")
+    if isinstance(iterations, int) and steps >= iterations:
+        return Stop("iteration_limit", "its iteration limit")
+    cap = cfg_get(run.config, "stepwise.max_time_s")
+    return Stop("cap", f"{cap / 60:g}-minute cap") if isinstance(cap, int | float) and cap else None
+
+
 def stop_rule(run: RunRecord) -> str | None:
     """What ended a completed supervised run, as the tables say it (:func:`run_stop`); None where unknown."""
     stop = run_stop(run)
@@ -482,7 +503,8 @@ def checkpoint_budget(run: RunRecord) -> int | None:
     GPU (not bitwise deterministic), in a stack (its members train as one), or resumed (a fresh run does not draw
     the resumed one's random numbers)."""
     best, stop, epochs = run.results.get("best"), run_stop(run), run.results.get("epochs")
-    if stop is None or stop.kind != "cap" or not isinstance(best, dict) or not isinstance(epochs, int) \
+    if run.is_stepwise or stop is None or stop.kind != "cap" or not isinstance(best, dict) \
+            or not isinstance(epochs, int) \
             or run.gpu or len(run.results.get("stack") or []) > 1 or len(run.results.get("attempts") or []) > 1:
         return None
     best_epoch = best.get("epoch")
@@ -496,6 +518,32 @@ def checkpoint_budget(run: RunRecord) -> int | None:
 def budget_settings(epochs: int) -> dict[str, Any]:
     """The config settings that train a capped run's :func:`checkpoint_budget`: that many epochs, without the cap."""
     return {"train.max_epochs": epochs, "train.max_time_s": None}
+
+
+def cycle_budget(run: RunRecord) -> int | None:
+    """For a completed stepwise run that its time cap stopped, the outer cycles it trained; None for any other run.
+    Trained for exactly these cycles without the cap (:func:`cycle_settings`), the same config and seed train the
+    run again on a machine of any speed: each cycle's worlds are drawn from the seed and the cycle's number
+    (``cycle_generator`` in harness/runners/stepwise.py), the cap changes nothing before it stops training, and the
+    last cycle is validated either way (the cap validates where it stops, the iteration limit at its end). None,
+    too, for a run trained on a GPU (not bitwise deterministic) or resumed."""
+    stop, steps = run_stop(run), run.results.get("steps")
+    if not run.is_stepwise or stop is None or stop.kind != "cap" or not isinstance(steps, int) or steps < 1 \
+            or run.gpu or len(run.results.get("attempts") or []) > 1:
+        return None
+    return steps
+
+
+def cycle_settings(cycles: int) -> dict[str, Any]:
+    """The config settings that train a capped stepwise run's :func:`cycle_budget`: that many cycles, no cap."""
+    return {"stepwise.iterations": cycles, "stepwise.max_time_s": None}
+
+
+def capped_budget(run: RunRecord) -> dict[str, Any] | None:
+    """The settings that train a capped run's budget without the cap (:func:`checkpoint_budget` for a supervised
+    run, :func:`cycle_budget` for a stepwise one); None where it has none."""
+    epochs, cycles = checkpoint_budget(run), cycle_budget(run)
+    return budget_settings(epochs) if epochs is not None else cycle_settings(cycles) if cycles is not None else None
 
 
 def recorded_wall_time(run: RunRecord) -> float | None:

@@ -469,3 +469,26 @@ def test_a_capped_runs_tested_checkpoint_is_an_epoch_budget_where_it_closed_a_wh
     assert checkpoint_budget(run([100, 200, 250], 2, device="cuda: NVIDIA H200")) is None
     assert checkpoint_budget(run([100, 200, 250], 2, stack=["a", "b"])) is None
     assert checkpoint_budget(run([100, 200, 250], 2, attempts=[{}, {}])) is None
+
+
+def test_a_stepwise_run_reads_as_stopped_by_its_own_rules_and_a_capped_one_has_its_cycles_as_budget():
+    """run_stop for a stepwise run: its validation target, its iteration limit, else its time cap; cycle_budget:
+    the cycles a capped one trained (none for another stop, a GPU run or a resumed one), capped_budget the settings
+    that train them without the cap."""
+    from reports.store import RunRecord
+    from reports.tables import capped_budget, cycle_budget, run_stop
+
+    def run(steps: int, best: float, **results: object) -> RunRecord:
+        config = {"stepwise": {"iterations": 1000, "max_time_s": 1800, "stop_at": 0.99}}
+        return RunRecord(path=Path("r"), rel_path="r", task="game_of_life", model="updater_extractor", run_id="r",
+                         status="completed", config=config, curves=None,
+                         results={"steps": steps, "epochs": steps // 50,
+                                  "best": {"metric": "val/acc", "value": best, "step": steps}, **results})
+
+    assert run_stop(run(400, 0.995)).text == "val/acc reached 0.99" and cycle_budget(run(400, 0.995)) is None
+    assert run_stop(run(1000, 0.9)).kind == "iteration_limit" and capped_budget(run(1000, 0.9)) is None
+    capped = run(437, 0.9)
+    assert run_stop(capped).text == "30-minute cap" and cycle_budget(capped) == 437
+    assert capped_budget(capped) == {"stepwise.iterations": 437, "stepwise.max_time_s": None}
+    assert cycle_budget(run(437, 0.9, device="cuda: NVIDIA H200")) is None
+    assert cycle_budget(run(437, 0.9, attempts=[{}, {}])) is None

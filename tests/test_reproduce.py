@@ -1,6 +1,7 @@
 """``harness reproduce``: a stored supervised run trained again (one the time cap stopped, for the epochs up to its
-tested checkpoint, without the cap) and every figure compared; the runs it cannot reproduce so, refused in one line.
-The runs here train at the smoke profile on generated bAbI data (seconds)."""
+tested checkpoint, without the cap), or a stepwise one (a capped one for the cycles it trained), and every figure
+compared; the runs it cannot reproduce so, refused in one line. The runs here train at the smoke profile on generated
+bAbI data and generated Game of Life worlds (seconds)."""
 
 from __future__ import annotations
 
@@ -78,7 +79,8 @@ def test_runs_it_cannot_reproduce_so_are_refused_in_one_line(tmp_path: Path, env
     _edit(capped, "config.yaml", lambda config: config["train"].update({"max_epochs": 20, "max_time_s": 600}))
     _edit(capped, "results.json", lambda results: results.update(
         {"steps": 30, "best": {"metric": "val/acc", "value": 0.9, "step": 30, "epoch": 2}}))
-    for run_id, reason in (("boxworld-relational-cpu-s0-r", "is an RL run"),
+    for run_id, reason in (("boxworld-relational-cpu-s0-r", "is an RL run: reproduce trains supervised single runs "
+                                                            "and stepwise runs"),
                            ("babi-lstm-cpu-s1-a", "is failed, not completed"),
                            ("babi-lstm-cpu-s2-a", "its best validation came part way through its last epoch"),
                            ("babi-lstm-cpu-s9-z", "no run 'babi-lstm-cpu-s9-z'")):
@@ -128,3 +130,33 @@ def test_a_run_that_left_its_threads_to_torch_is_trained_again_with_the_threads_
     _edit(run, "config.yaml", lambda config: config["train"].update({"threads": 2}))
     assert same_threads(stored(run, results))[1] is None
     assert same_threads(stored(write_run(tmp_path, "babi", "lstm", 1), {}))[1] is None  # no count recorded: as it is
+
+
+def test_a_stepwise_run_is_trained_again_and_a_capped_one_for_the_cycles_it_trained(
+        env: dict[str, str], tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A Game of Life smoke run (the Updater-Extractor, 6 cycles, a 30-step rollout) ends by its iteration limit and
+    comes back bit for bit by its own config; capped after its first cycles, it comes back by those cycles without
+    the cap, every figure (validation, test, rollout) equal."""
+    from reports.store import load_run
+    from reports.tables import cycle_budget, run_stop
+
+    runs, results = Path(env["HARNESS_RUNS_DIR"]), tmp_path / "results"
+    assert main(["bench", "--task", "game_of_life", "--model", "updater_extractor", "--profile", "smoke"]) == 0
+    plain = only_run(runs)
+    shutil.move(plain, results / "game_of_life" / "updater_extractor" / plain.name)
+    assert main(["bench", "--task", "game_of_life", "--model", "updater_extractor", "--profile", "smoke",
+                 "stepwise.max_time_s=0.01", "stepwise.eval_every=2"]) == 0  # the cap stops it after its first cycle
+    capped = only_run(runs)
+    shutil.move(capped, results / "game_of_life" / "updater_extractor" / capped.name)
+    capfd.readouterr()
+    record = load_run(results / "game_of_life" / "updater_extractor" / capped.name / "results.json", results)
+    assert run_stop(record).kind == "cap" and cycle_budget(record) == record.results["steps"] == 1
+
+    assert main(["reproduce", plain.name, "--results-dir", str(results)]) == 0
+    out = capfd.readouterr().out
+    assert "ended by its own rule (its iteration limit): training the same config" in out
+    assert "rollout/step_30/acc" in out and "bit for bit" in out
+    assert main(["reproduce", capped.name, "--results-dir", str(results)]) == 0
+    out = capfd.readouterr().out
+    assert "cap after 1 outer cycle: training that cycle without the cap" in out
+    assert "stepwise.iterations=1" in out and "bit for bit" in out
