@@ -160,3 +160,20 @@ def test_a_stepwise_run_is_trained_again_and_a_capped_one_for_the_cycles_it_trai
     out = capfd.readouterr().out
     assert "cap after 1 outer cycle: training that cycle without the cap" in out
     assert "stepwise.iterations=1" in out and "bit for bit" in out
+
+
+def test_a_member_of_a_stack_is_trained_again_with_its_stack(env: dict[str, str], tmp_path: Path,
+                                                              capfd: pytest.CaptureFixture[str]) -> None:
+    """A stacked run's members train as one computation, so its command trains the whole stack again (``--seeds``),
+    and the member asked for comes back bit for bit."""
+    runs, results = Path(env["HARNESS_RUNS_DIR"]), tmp_path / "results"
+    assert main(["bench", "--task", "relations_game", "--model", "predinet", "--profile", "smoke", "--seeds",
+                 "0,1"]) == 0
+    (results / "relations_game").mkdir(parents=True)
+    shutil.move(runs / "relations_game" / "predinet", results / "relations_game" / "predinet")
+    member = sorted((results / "relations_game" / "predinet").iterdir())[1]
+    capfd.readouterr()
+    assert main(["reproduce", member.name, "--results-dir", str(results)]) == 0
+    out = capfd.readouterr().out
+    assert "--seeds 0,1" in out and "stack of 2 runs" in out and "bit for bit" in out
+    assert len(list((runs / "relations_game" / "predinet").iterdir())) == 2  # both members trained again
