@@ -245,7 +245,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     results = RESULTS_DIR if args.results_dir is None else Path(args.results_dir) if args.results_dir else None
     if results is not None and not results.is_dir():
         raise UserError(f"--results-dir {results}: no such folder")
-    return reproduce_run(args.run, Path(args.runs_dir) if args.runs_dir else default_runs_dir(), results)
+    return reproduce_run(args.run, Path(args.runs_dir) if args.runs_dir else default_runs_dir(), results, args.record)
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -631,6 +631,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP + " (where the run is trained again)")
     p.add_argument("--results-dir", default=None,
                    help="the reference store searched first (default: results/; '' for none)")
+    p.add_argument("--record", action="store_true",
+                   help="add the check to the reference store's reproductions.json (the README's Reproduced table)")
     p.set_defaults(func=cmd_reproduce)
     p = sub.add_parser("data", help="write generated bAbI tasks as files, or download a dataset (data fetch NAME)",
                        description="Write generated bAbI tasks as files (data babi), or download a dataset (data "

@@ -37,6 +37,7 @@ class Plan:
 
     rebuilt: Rebuilt
     what: str
+    budget: str  # what it trains, in a few words ("its own config", "8 epochs without the cap")
     caveat: str = ""
 
 
@@ -111,19 +112,22 @@ def plan(run: Any) -> Plan:
         rebuilt = rebuild(run.path, budget_settings(epochs))
         what = (f"stopped by its {stop.text}, its tested checkpoint at the end of epoch {epochs}: training "
                 f"{'that epoch' if epochs == 1 else f'those {epochs} epochs'} without the cap")
+        budget = f"{epochs} epoch{'s' * (epochs != 1)} without the cap"
     elif cycles is not None:
         rebuilt = rebuild(run.path, cycle_settings(cycles))
         what = (f"stopped by its {stop.text} after {cycles:,} outer cycle{'s' * (cycles != 1)}: training "
                 f"{'that cycle' if cycles == 1 else 'those cycles'} without the cap")
+        budget = f"{cycles:,} cycle{'s' * (cycles != 1)} without the cap"
     else:
         rebuilt = rebuild(run.path)
         what = f"ended by its own rule{f' ({stop.text})' if stop else 's'}: training the same config"
+        budget = "its own config"
     if isinstance(rebuilt, str):
         raise UserError(f"{run.run_id} cannot be composed again: {rebuilt}")
     caveats = [f"it trained on a GPU ({run.gpu}), whose kernels are not bitwise deterministic" if run.gpu else "",
                "it was resumed, and a fresh run does not draw the resumed one's random numbers"
                if len(run.results.get("attempts") or []) > 1 else "", rebuilt.note]
-    return Plan(rebuilt, what, "; ".join(caveat for caveat in caveats if caveat))
+    return Plan(rebuilt, what, budget, "; ".join(caveat for caveat in caveats if caveat))
 
 
 @dataclass(frozen=True)
@@ -186,11 +190,18 @@ def same_threads(run: Any) -> tuple[dict[str, str], int | None]:
     return environment, threads
 
 
-def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None) -> int:
+def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: bool = False) -> int:
     """Train the stored run ``name`` again into ``runs_dir`` (or compare with the run there, if it has already been
-    trained so), then print every figure beside the stored one. The exit code (module docstring)."""
+    trained so), then print every figure beside the stored one; with ``record``, add the check to
+    ``results_dir``'s log (:mod:`harness.reproductions`). The exit code (module docstring)."""
     from reports.store import load_run
 
+    if record and results_dir is None:
+        raise UserError("--record adds the check to the reference store's log: name one with --results-dir")
+    if record and results_dir is not None:
+        from harness.reproductions import load
+
+        load(results_dir)  # a damaged log is refused before any training, not after
     stored = find_stored(name, runs_dir, results_dir)
     run = load_run(stored / "results.json", stored.parents[2])
     results = run.results
@@ -221,6 +232,13 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None) -> int:
     figures = compare(results, now)
     print(figure_table(figures))
     print(verdict(figures, machine(results), machine(now)))
+    if record and results_dir is not None:
+        from harness.provenance import git_info
+        from harness.reproductions import append, check_record
+
+        check = check_record(results["run_id"], chosen.budget, chosen.rebuilt.command, figures, machine(results),
+                             machine(now), cpu_relation(machine(results), machine(now)), now, git_info())
+        print(f"recorded in {append(results_dir, check)}")
     return 0 if figures and all(figure.equal for figure in figures) else 1
 
 
@@ -236,12 +254,20 @@ def verdict(figures: list[Figure], stored_on: dict[str, Any], now_on: dict[str, 
     if not differ:
         return f"every one of the {len(figures)} figures is equal, bit for bit ({where})"
     largest = max(figure.relative for figure in differ)
+    why = {"same": "the same kind of CPU: a difference here is not rounding",
+           "other": "another kind of CPU, whose arithmetic rounds differently",
+           "name": "the same processor name, but the stored run records no CPU model, and a virtual machine may name "
+                   "several generations alike: rounding may differ"}[cpu_relation(stored_on, now_on)]
+    return f"{len(differ)} of the {len(figures)} figures differ, by up to {largest:.1e} relative ({where}; {why})"
+
+
+def cpu_relation(stored_on: dict[str, Any], now_on: dict[str, Any]) -> str:
+    """How two machine records' CPUs compare: ``same`` kind (processor name, family/model/stepping and torch's vector
+    kernels, recorded by both and equal), ``other`` kind, or ``name`` (one name, but a record without the CPU model:
+    a virtual machine may name several generations of a processor alike)."""
     kinds = [tuple(host.get(key) for key in ("processor", "cpu_id", "cpu_capability")) for host in (stored_on, now_on)]
     if kinds[0] == kinds[1] and all(kinds[0]):
-        why = "the same kind of CPU: a difference here is not rounding"
-    elif kinds[0][0] != kinds[1][0] or (all(kinds[0]) and all(kinds[1])):
-        why = "another kind of CPU, whose arithmetic rounds differently"
-    else:
-        why = ("the same processor name, but the stored run records no CPU model, and a virtual machine may name "
-               "several generations alike: rounding may differ")
-    return f"{len(differ)} of the {len(figures)} figures differ, by up to {largest:.1e} relative ({where}; {why})"
+        return "same"
+    if kinds[0][0] != kinds[1][0] or (all(kinds[0]) and all(kinds[1])):
+        return "other"
+    return "name"

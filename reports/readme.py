@@ -28,6 +28,7 @@ from reports.papers import PaperSpec, TableSpec, load_papers
 from reports.perf import speed_section
 from reports.readme_cells import mean_of, mean_sd, metric_values, minutes, run_ids
 from reports.readme_world import STREAM_TASKS, world_setting, world_state_section
+from reports.reproduced import section as reproduced_section
 from reports.settings import differences
 from reports.store import (
     ALL_OPERATIONS,
@@ -725,6 +726,8 @@ def render(results_dir: Path = RESULTS_DIR, papers_dir: Path = PAPERS_DIR) -> st
             lines += [*generator, ""]
         if section is BABI_SECTION and (generator := babi_generator_section(results_dir)):
             lines += [*generator, ""]
+    if reproduced := reproduced_section(results_dir):
+        lines += [*reproduced, ""]
     if speed := speed_section(results_dir):
         lines += [*speed, ""]
     stale = sum(run.is_stale for run in runs)

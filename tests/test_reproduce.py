@@ -56,6 +56,33 @@ def test_a_run_trained_again_gives_every_figure_bit_for_bit_and_a_changed_figure
     assert "is itself in" in capfd.readouterr().err
 
 
+def test_a_recorded_check_is_kept_in_the_reference_store_and_shown_in_the_readme_table(
+        stored: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    from harness.reproductions import load
+    from reports.reproduced import section
+
+    results = stored.parents[2]
+    assert section(results) == []  # no check stored: no table
+    assert main(["reproduce", stored.name, "--results-dir", str(results), "--record"]) == 0
+    _edit(stored, "results.json", lambda stored_results: stored_results["metrics"].update({"test/acc": 0.123}))
+    assert main(["reproduce", stored.name, "--results-dir", str(results), "--record"]) == 1  # compared again
+    checks = load(results)
+    assert [check["equal"] == check["figures"] for check in checks] == [True, False]
+    assert checks[1]["differing"] == {"test/acc": [0.123, checks[1]["largest"]["now"]]}
+    assert checks[0]["budget"] == "its own config" and checks[0]["cpu"] == "same"
+    text = "\n".join(section(results))
+    assert "2 checks of 1 runs; 1 came back bit for bit" in text and f"| `{stored.name}` |" in text
+    assert "`test/acc`: 0.123 → " in text and "| same kind | its own config |" in text
+
+    (results / "reproductions.json").write_text("[{\"no run\": 1}]")  # damaged: refused, left as it is
+    capfd.readouterr()
+    assert main(["reproduce", stored.name, "--results-dir", str(results), "--record"]) == 2
+    assert "reproductions.json: expected a JSON list of checks" in capfd.readouterr().err
+    assert (results / "reproductions.json").read_text() == "[{\"no run\": 1}]"
+    assert main(["reproduce", str(stored), "--results-dir", "", "--record"]) == 2
+    assert "--record adds the check to the reference store's log" in capfd.readouterr().err
+
+
 def test_a_capped_run_trains_the_epochs_up_to_its_tested_checkpoint_without_the_cap(
         stored: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """The stored run made to read as capped (200 epochs and a cap, 2 trained, no other rule): its tested checkpoint

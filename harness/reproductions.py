@@ -1,0 +1,70 @@
+"""The stored log of ``harness reproduce --record`` checks: which reference run was trained again, where, and how
+its figures compared, so that a claim "this run reproduces" can be traced like a result.
+
+``results/reproductions.json`` is a list of checks, oldest first within each run::
+
+    {"run_id": "pathfinder-mha-cpu-s1-10324f0b", "checked_at": "2026-11-30T00:41:07Z",
+     "budget": "2 epochs without the cap", "command": "harness bench ...",
+     "stored_on": {"processor": "AMD EPYC", ...}, "now_on": {"processor": "AMD EPYC", "cpu_id": ..., ...},
+     "cpu": "same", "figures": 8, "equal": 8, "largest": null, "differing": {},
+     "training_s": 30.2, "code": {"commit": "...", "dirty": false}}
+
+``cpu`` is how the two machines compare (:func:`harness.reproduce.cpu_relation`): ``same`` kind (family, model
+and vector kernels recorded by both and equal), ``other`` kind, or ``name`` (the same processor name, the stored run
+recording no model). ``largest``: the differing figure furthest apart, relative to the stored value.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserError
+from harness.runs import atomic_write_text
+
+FILE = "reproductions.json"
+MACHINE_KEYS = ("processor", "cpu_id", "cpu_capability", "system", "gpu")
+
+
+def host(machine: dict[str, Any]) -> dict[str, Any]:
+    """What a check keeps of a machine record (harness/provenance.py machine_info)."""
+    return {key: machine[key] for key in MACHINE_KEYS if machine.get(key)}
+
+
+def check_record(run_id: str, budget: str, command: str, figures: list[Any], stored_on: dict[str, Any],
+                 now_on: dict[str, Any], cpu: str, now: dict[str, Any], code: dict[str, Any]) -> dict[str, Any]:
+    """One check: ``figures`` are :class:`harness.reproduce.Figure` s, ``now`` the new run's results.json."""
+    differing = [figure for figure in figures if not figure.equal]
+    largest = max(differing, key=lambda figure: figure.relative, default=None)
+    return {"run_id": run_id, "checked_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "budget": budget,
+            "command": command, "stored_on": host(stored_on), "now_on": host(now_on), "cpu": cpu,
+            "figures": len(figures), "equal": len(figures) - len(differing),
+            "largest": None if largest is None else {"figure": largest.name, "stored": largest.stored,
+                                                     "now": largest.now, "relative": largest.relative},
+            "differing": {figure.name: [figure.stored, figure.now] for figure in differing},
+            "training_s": now.get("wall_time_s"), "code": {key: code.get(key) for key in ("commit", "dirty")}}
+
+
+def load(results_dir: Path) -> list[dict[str, Any]]:
+    """The stored checks ([] when there are none); a UserError naming the file when it cannot be read."""
+    path = results_dir / FILE
+    if not path.is_file():
+        return []
+    try:
+        checks = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: not a readable JSON list of checks ({exc}); fix or remove it") from None
+    if not isinstance(checks, list) or not all(isinstance(check, dict) and "run_id" in check for check in checks):
+        raise UserError(f"{path}: expected a JSON list of checks, each with a run_id; fix or remove it")
+    return checks
+
+
+def append(results_dir: Path, check: dict[str, Any]) -> Path:
+    """Add a check to the stored log (written whole, atomically: a failed write leaves the old log)."""
+    checks = [*load(results_dir), check]
+    checks.sort(key=lambda entry: (str(entry["run_id"]), str(entry.get("checked_at", ""))))
+    path = results_dir / FILE
+    atomic_write_text(path, json.dumps(checks, indent=1, allow_nan=True) + "\n")
+    return path

@@ -1,0 +1,46 @@
+"""The README's "Reproduced" table: each ``harness reproduce --record`` check stored in ``results/reproductions.json``
+(:mod:`harness.reproductions`), the reference run, where it trained and where it was trained again, how many of its
+figures came back equal, and the figure furthest apart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.reproduce import processor
+from harness.reproductions import FILE, load
+from reports.markdown import table
+
+CPU = {"same": "same kind", "other": "another kind", "name": "same name, model unrecorded"}
+
+
+def _largest(check: dict[str, Any]) -> str:
+    largest = check.get("largest")
+    if not isinstance(largest, dict):
+        return "–"
+    return (f"`{largest['figure']}`: {_number(largest['stored'])} → {_number(largest['now'])} "
+            f"({largest['relative']:.1e} relative)")
+
+
+def _number(value: Any) -> str:
+    return "–" if value is None else f"{value:.6g}"
+
+
+def section(results_dir: Path) -> list[str]:
+    """The table, one row per stored check ([] when none is stored)."""
+    checks = load(results_dir)
+    if not checks:
+        return []
+    rows = [[f"`{check['run_id']}`", processor(check.get("stored_on") or {}), processor(check.get("now_on") or {}),
+             CPU.get(str(check.get("cpu")), "–"), str(check.get("budget", "–")),
+             f"{check['equal']} of {check['figures']}", _largest(check), str(check.get("checked_at", "–"))[:10]]
+            for check in checks]
+    exact = sum(check["figures"] > 0 and check["equal"] == check["figures"] for check in checks)
+    runs = len({check["run_id"] for check in checks})
+    return ["### Reproduced (`harness reproduce RUN --record`)", "",
+            f"Reference runs trained again and every figure they reported compared ({len(checks)} checks of {runs} "
+            f"runs; {exact} came back bit for bit). A supervised run the time cap stopped trains the epochs up to "
+            "its tested checkpoint without the cap, a stepwise one its outer cycles; \"CPU\" says whether the two "
+            f"machines were of one kind (family, model and vector kernels). Stored in `results/{FILE}`.", "",
+            *table(["run", "trained on", "trained again on", "CPU", "budget", "figures equal",
+                    "furthest apart", "checked"], rows)]
