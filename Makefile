@@ -57,10 +57,11 @@ runs: $(STAMP)
 publish: $(STAMP)
 	$(BIN)/harness publish $(RUNS)
 
-# Train a stored supervised run again (a capped one for the epochs up to its tested checkpoint) and compare every figure.
+# Train a stored supervised or stepwise run again (a capped one for the epochs up to its tested checkpoint, or the
+# cycles it trained) and compare every figure; RECORD=1 keeps the check in results/reproductions.json.
 reproduce: $(STAMP)
 	@test -n "$(RUN)" || { echo "make reproduce: name a run, e.g. make reproduce RUN=babi-lstm-cpu-s0-7a57f5e9 (harness runs --reference)" >&2; exit 2; }
-	$(BIN)/harness reproduce $(RUN)
+	$(BIN)/harness reproduce $(RUN) $(if $(RECORD),--record)
 
 # Rewrite the README's result tables from results/ (a test fails while they disagree).
 readme: $(STAMP)
