@@ -22,6 +22,14 @@ def _largest(check: dict[str, Any]) -> str:
             f"({largest['relative']:.1e} relative)")
 
 
+def _machine(host: dict[str, Any]) -> str:
+    """The processor as a check records it, and the kernel its system reports (``platform.platform()``'s release:
+    machines of one virtual-machine image share it, and a name alone may cover several processor generations)."""
+    system = str(host.get("system") or "")
+    release = system.removeprefix("Linux-").split("-x86_64")[0].split("-aarch64")[0] if system else ""
+    return processor(host) + (f"; kernel {release}" if release else "")
+
+
 def _number(value: Any) -> str:
     return "–" if value is None else f"{value:.6g}"
 
@@ -31,7 +39,7 @@ def section(results_dir: Path) -> list[str]:
     checks = load(results_dir)
     if not checks:
         return []
-    rows = [[f"`{check['run_id']}`", processor(check.get("stored_on") or {}), processor(check.get("now_on") or {}),
+    rows = [[f"`{check['run_id']}`", _machine(check.get("stored_on") or {}), _machine(check.get("now_on") or {}),
              CPU.get(str(check.get("cpu")), "–"), str(check.get("budget", "–")),
              f"{check['equal']} of {check['figures']}", _largest(check), str(check.get("checked_at", "–"))[:10]]
             for check in checks]

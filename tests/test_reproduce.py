@@ -73,6 +73,7 @@ def test_a_recorded_check_is_kept_in_the_reference_store_and_shown_in_the_readme
     text = "\n".join(section(results))
     assert "2 checks of 1 runs; 1 came back bit for bit" in text and f"| `{stored.name}` |" in text
     assert "`test/acc`: 0.123 → " in text and "| same kind | its own config |" in text
+    assert text.count("; kernel ") == 4  # each check's two machines with their systems' kernels
 
     (results / "reproductions.json").write_text("[{\"no run\": 1}]")  # damaged: refused, left as it is
     capfd.readouterr()
