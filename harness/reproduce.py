@@ -119,15 +119,26 @@ def plan(run: Any) -> Plan:
                 f"{'that cycle' if cycles == 1 else 'those cycles'} without the cap")
         budget = f"{cycles:,} cycle{'s' * (cycles != 1)} without the cap"
     else:
-        rebuilt = rebuild(run.path)
-        what = f"ended by its own rule{f' ({stop.text})' if stop else 's'}: training the same config"
-        budget = "its own config"
+        uncapped = without_cap(run)
+        rebuilt = rebuild(run.path, uncapped or None)
+        what = (f"ended by its own rule{f' ({stop.text})' if stop else 's'}: training the same config"
+                + (" without its time cap, which a slower machine could reach first" if uncapped else ""))
+        budget = "its own config" + (" without the cap" if uncapped else "")
     if isinstance(rebuilt, str):
         raise UserError(f"{run.run_id} cannot be composed again: {rebuilt}")
     caveats = [f"it trained on a GPU ({run.gpu}), whose kernels are not bitwise deterministic" if run.gpu else "",
                "it was resumed, and a fresh run does not draw the resumed one's random numbers"
                if len(run.results.get("attempts") or []) > 1 else "", rebuilt.note]
     return Plan(rebuilt, what, budget, "; ".join(caveat for caveat in caveats if caveat))
+
+
+def without_cap(run: Any) -> dict[str, Any]:
+    """The setting that lifts the time cap of a run (a :class:`reports.store.RunRecord`) that ended by its own rule
+    ({} where its config sets none). The cap did not stop it where it trained, but on a slower machine it would stop
+    the same config sooner, at another budget: trained without it, the run stops where its rule stopped it."""
+    key = "stepwise.max_time_s" if run.is_stepwise else "train.max_time_s"
+    section, name = key.split(".")
+    return {key: None} if (run.config.get(section) or {}).get(name) else {}
 
 
 @dataclass(frozen=True)

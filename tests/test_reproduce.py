@@ -98,6 +98,17 @@ def test_a_capped_run_trains_the_epochs_up_to_its_tested_checkpoint_without_the_
     assert "bit for bit" in out
 
 
+def test_a_run_that_ended_by_its_own_rule_is_trained_again_without_its_time_cap(
+        stored: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Its cap did not stop it where it trained, but on a slower machine it would stop the same config sooner: the
+    run is trained again without it, and stops where its own rule (here its epoch limit) stopped it."""
+    _edit(stored, "config.yaml", lambda config: config["train"].update({"max_time_s": 600}))
+    assert main(["reproduce", stored.name, "--results-dir", str(stored.parents[2])]) == 0
+    out = capfd.readouterr().out
+    assert "(its epoch limit): training the same config without its time cap" in out
+    assert "max_time_s=600" not in out and "bit for bit" in out  # the smoke profile's own default: no cap
+
+
 def test_runs_it_cannot_reproduce_so_are_refused_in_one_line(tmp_path: Path, env: dict[str, str],
                                                               capfd: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
