@@ -1,7 +1,8 @@
 """``harness reproduce RUN``: train a stored supervised or stepwise run again and compare every figure it reported.
 
 A run that ended by its own rule (a validation target, its patience, its epoch or iteration limit) is trained by the
-same config, which gives the same run id. A supervised run that the time cap stopped is trained for the epochs up to
+same config without its time cap (which a slower machine could reach first; without a cap, the same run id). A
+supervised run that the time cap stopped is trained for the epochs up to
 its tested (best) checkpoint, without the cap (:func:`reports.tables.checkpoint_budget`), a stepwise one for the
 outer cycles it trained (:func:`reports.tables.cycle_budget`): budgets that no longer depend on the machine's speed.
 Each epoch's order, and each cycle's worlds, are drawn from the seed and CPU training is deterministic
