@@ -137,9 +137,10 @@ def without_cap(run: Any) -> dict[str, Any]:
     """The setting that lifts the time cap of a run (a :class:`reports.store.RunRecord`) that ended by its own rule
     ({} where its config sets none). The cap did not stop it where it trained, but on a slower machine it would stop
     the same config sooner, at another budget: trained without it, the run stops where its rule stopped it."""
+    from reports.store import cfg_get
+
     key = "stepwise.max_time_s" if run.is_stepwise else "train.max_time_s"
-    section, name = key.split(".")
-    return {key: None} if (run.config.get(section) or {}).get(name) else {}
+    return {key: None} if cfg_get(run.config, key) else {}
 
 
 @dataclass(frozen=True)
@@ -208,11 +209,11 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
     ``results_dir``'s log (:mod:`harness.reproductions`). The exit code (module docstring)."""
     from reports.store import load_run
 
-    if record and results_dir is None:
-        raise UserError("--record adds the check to the reference store's log: name one with --results-dir")
-    if record and results_dir is not None:
+    if record:
         from harness.reproductions import load
 
+        if results_dir is None:
+            raise UserError("--record adds the check to the reference store's log: name one with --results-dir")
         load(results_dir)  # a damaged log is refused before any training, not after
     stored = find_stored(name, runs_dir, results_dir)
     run = load_run(stored / "results.json", stored.parents[2])

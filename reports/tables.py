@@ -542,8 +542,11 @@ def cycle_settings(cycles: int) -> dict[str, Any]:
 def capped_budget(run: RunRecord) -> dict[str, Any] | None:
     """The settings that train a capped run's budget without the cap (:func:`checkpoint_budget` for a supervised
     run, :func:`cycle_budget` for a stepwise one); None where it has none."""
-    epochs, cycles = checkpoint_budget(run), cycle_budget(run)
-    return budget_settings(epochs) if epochs is not None else cycle_settings(cycles) if cycles is not None else None
+    if run.is_stepwise:
+        cycles = cycle_budget(run)
+        return None if cycles is None else cycle_settings(cycles)
+    epochs = checkpoint_budget(run)
+    return None if epochs is None else budget_settings(epochs)
 
 
 def recorded_wall_time(run: RunRecord) -> float | None:
