@@ -94,6 +94,8 @@ perf: $(STAMP)
 	$(PERF_RUN) pathfinder_generator_easy -- $(BIN)/python -m tasks.pathfinder.bench_generator --difficulty easy
 	$(PERF_RUN) stepwise -- $(BIN)/python -m harness.runners.bench_stepwise
 	$(PERF_RUN) stacked -- $(BIN)/python -m harness.runners.bench_stacked
+	$(PERF_RUN) stacked_own_optim -- $(BIN)/python -m harness.runners.bench_stacked --own-optimisers --ks 4 16 \
+		--threads 2 --models predinet mlp1 mlp2 mha
 	$(PERF_RUN) start -- $(BIN)/python -m harness.bench_start
 
 # Copy perf records into results/perf/ (all of bench/, or NAMES="start boxworld_env ...") and regenerate the README.

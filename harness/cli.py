@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import re
 import shlex
@@ -165,8 +166,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         runs = points * len(sweep.seeds)
         count = _count(runs, "trial")
         if sweep.stack_seeds:
-            count = (f"{_count(points, 'trial')} of {_count(len(sweep.seeds), 'seed')} each, stacked where the cell "
-                     f"can stack, else one after another ({_count(runs, 'run')})")
+            joined = math.prod(len(sweep.space[key]["values"]) for key in sweep.stack_grid)
+            each = _count(len(sweep.seeds), 'seed') + (f" x {_count(joined, 'grid value')}" if sweep.stack_grid else "")
+            count = (f"{_count(points // joined, 'trial')} of {each} each, stacked where the cell can stack, else one "
+                     f"after another ({_count(runs, 'run')})")
         what = (f"{sweep.task} x {', '.join(m for _, m in cells)}" if not sweep.tasks else
                 f"{_count(len(cells), 'cell')} of {_count(len({t for t, _ in cells}), 'task')} x "
                 f"{_count(len({m for _, m in cells}), 'model')}")

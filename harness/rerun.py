@@ -105,17 +105,31 @@ def reproduce(run_dir: Path, settings: dict[str, Any] | None = None) -> tuple[st
 def stack_seeds(run_dir: Path, results: dict[str, Any]) -> list[int] | None:
     """The seeds of the stack a run trained in (``stack`` in its results.json: the members' run ids), read from
     its members' results beside it, in the stack's order; None for a run trained alone, or when a member is not
-    in the same store (the run is then rerun alone, with its own seed: the same run id)."""
+    in the same store (the run is then rerun alone, with its own seed: the same run id). Of a mixed stack (a
+    sweep's ``stack_grid``: members of other data or optimiser settings), only the members of the run's own
+    config count: ``--seeds`` stacks those; with no other, the run is rerun alone."""
     stack = results.get("stack")
     if not isinstance(stack, list) or len(stack) < 2:
         return None
+    own = _without_seed(run_dir)
     seeds = []
     for member in stack:
+        folder = run_dir.parent / str(member)
         try:
-            seeds.append(int(json.loads((run_dir.parent / str(member) / "results.json").read_text())["seed"]))
-        except (OSError, ValueError, KeyError, TypeError):
+            seed = int(json.loads((folder / "results.json").read_text())["seed"])
+            same_config = _without_seed(folder) == own
+        except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
             return None
-    return seeds
+        if same_config:
+            seeds.append(seed)
+    return seeds if len(seeds) > 1 else None
+
+
+def _without_seed(run_dir: Path) -> dict[str, Any]:
+    """A stored run's config (its config.yaml, flattened) without its seed."""
+    flat = _flat(yaml.safe_load((run_dir / "config.yaml").read_text()))
+    flat.pop("seed", None)
+    return flat
 
 
 def imported(row: dict[str, Any], paths: list[str]) -> list[str]:

@@ -317,6 +317,8 @@ RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "stepwise": ("Stepwise training and long rollouts (Algorithm 1)", _stepwise),
     "stacked_gpu": ("Stacked seeds on the Relations Game, on a GPU (Table 1 models, `cpu` profile, batch 10)",
                     _stacked),
+    "stacked_own_optim": ("Stacks whose members keep their own optimisers (members of differing optimiser settings; "
+                          "Relations Game, `cpu` profile, batch 10)", _stacked),
     "stepwise_gpu": ("Stepwise training on a GPU at the papers' sizes (Algorithm 1, the `paper` profiles)",
                      _stepwise),
     "babi_tasks": ("TPR-RNN's training step on each bAbI task", _babi),

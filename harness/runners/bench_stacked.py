@@ -15,7 +15,10 @@ round, so that a load on the machine slows them alike), median over ``--repeats`
 * ``plain``: the unstacked module with its optimiser (K = 1, no ``vmap``), the runner's step;
 * ``stacked_K``: K members as one :class:`harness.runners.stacked_model.StackedClassifier` (K = 1 runs
   without ``vmap``, as the stacked trainer runs it, K > 1 with it);
-* ``vmap_1``: a stack of one forced through ``vmap``, the cost of ``vmap`` itself.
+* ``vmap_1``: a stack of one forced through ``vmap``, the cost of ``vmap`` itself;
+* ``own_optim_K`` (with ``--own-optimisers``): K members each with its own optimiser over views of its slices
+  (:mod:`harness.runners.stacked_optim`, the trainer of members whose optimiser settings differ), the price of
+  K optimiser steps a step against one (``make perf``: ``bench/stacked_own_optim.json``; no grid projection).
 
 Figures are total batches per second (K x steps per second), per thread count (``torch.set_num_threads``).
 The grid's projected wall time is 75 runs x 100,000 batches at the best rate; on 2 cores this is one process
@@ -116,8 +119,34 @@ def stacked_step(models: list[nn.Module], cfg: Any, batch: dict[str, torch.Tenso
     return step
 
 
+def own_optimiser_step(models: list[nn.Module], cfg: Any, batch: dict[str, torch.Tensor]) -> Callable[[], None]:
+    """The step of a stack whose members keep their own optimisers (:mod:`harness.runners.stacked_optim`, used
+    when their optimiser settings differ): one forward and backward, then per member its gradient slices, its
+    clipping and its optimiser's step. Here every member has the profile's settings: only the cost is measured."""
+    from harness.runners.stacked_optim import member_views
+
+    stack = StackedClassifier(models)
+    optimizers = [build_optimizer(member_views(stack, k), cfg.optim) for k in range(stack.k)]
+    inputs = {"image": batch["image"], "task_id": batch["task_id"]}
+
+    def step() -> None:
+        params = stack.parameters()
+        for p in params:
+            p.grad = None
+        loss, _ = member_losses(stack.logits(inputs), batch["target"])  # [K]
+        loss.sum().backward()
+        for k, optimizer in enumerate(optimizers):
+            views = optimizer.param_groups[0]["params"]
+            for view, p in zip(views, params, strict=True):
+                view.grad = p.grad[k]
+            if cfg.optim.grad_clip:
+                torch.nn.utils.clip_grad_norm_(views, float(cfg.optim.grad_clip))
+            optimizer.step()
+    return step
+
+
 def measure(model_name: str, ks: list[int], threads: list[int], repeats: int, warmup: int,
-            device: torch.device = CPU) -> dict[str, Any]:
+            device: torch.device = CPU, own_optimisers: bool = False) -> dict[str, Any]:
     """{threads: {variant: total batches/s}} for one model."""
     composed = compose(TASK, model_name, "cpu", [])
     cfg = composed.cfg
@@ -133,6 +162,10 @@ def measure(model_name: str, ks: list[int], threads: list[int], repeats: int, wa
     for name, k in members.items():
         part = {key: t[:k] for key, t in batch.items()}
         steps[name] = stacked_step(build_seeded(cfg, entry, info, list(range(k)), device), cfg, part)
+    for k in (k for k in ks if k > 1 and own_optimisers):  # members with their own optimisers
+        members[f"own_optim_{k}"] = k
+        part = {key: t[:k] for key, t in batch.items()}
+        steps[f"own_optim_{k}"] = own_optimiser_step(build_seeded(cfg, entry, info, list(range(k)), device), cfg, part)
     rates: dict[str, dict[str, float]] = {}
     for count in threads:
         torch.set_num_threads(count)
@@ -228,6 +261,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=_at_least(1), default=60)
     parser.add_argument("--warmup", type=_at_least(0), default=10)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--own-optimisers", action="store_true",
+                        help="also time stacks whose members keep their own optimisers (own_optim_K: what members "
+                             "of differing optimiser settings cost); no grid projection then")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: this machine's torch sees no CUDA GPU")
@@ -235,11 +271,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     figures: dict[str, Any] = {"benchmark": "stacked", "task": TASK, "torch": torch.__version__, "device": str(device),
                                "repeats": args.repeats, "models": {}, "grid_hours": {}}
     for name in args.models:
-        result = measure(name, args.ks, args.threads, args.repeats, args.warmup, device)
+        result = measure(name, args.ks, args.threads, args.repeats, args.warmup, device, args.own_optimisers)
         figures["models"][name] = result
         for count, rates in result["batches_per_s"].items():
             shown = "  ".join(f"{variant}={rate:7.1f}" for variant, rate in rates.items())
             print(f"{name:>12} {count} thread(s), batches/s: {shown}", flush=True)
+    if args.own_optimisers:
+        print(json.dumps(figures))
+        return figures
     figures["grid_hours"] = projections(figures["models"], on_gpu=device.type == "cuda")
     for what, value in figures["grid_hours"].items():
         print(f"Table 1 grid (75 runs x 100,000 batches), {what}: {value:.2f} h", flush=True)

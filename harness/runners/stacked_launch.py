@@ -1,10 +1,14 @@
 """The life of a stack of runs (``harness bench ... --seeds 0,1,2``): the K runs of one config that differ only in
 ``seed``, each with its own run directory, statuses and provenance exactly as :func:`harness.runners.launch.launch`
-gives one run, trained together by :class:`harness.runners.stacked.StackedTrainer`.
+gives one run, trained together by :class:`harness.runners.stacked.StackedTrainer`. A sweep may also stack runs
+that differ in their task's data keys (``task.*``, e.g. the relation of ``task.tasks``): a *mixed* stack, trained
+by :class:`harness.runners.stacked_data.MixedStackedTrainer`, each member on its own data.
 
-* The configs are checked to differ in ``seed`` only (one line naming the first other difference otherwise).
-* Completed members are reported, not retrained (``force`` retrains them); the data is loaded once; each member's
-  model is built as its solo run builds it (``seed_everything(seed)``, then the model).
+* The configs are checked to differ in ``seed`` and ``task.*`` only (one line naming the first other difference
+  otherwise); a mixed stack's data must have one shape (:func:`harness.runners.stacked_data.check_same_shapes`).
+* Completed members are reported, not retrained (``force`` retrains them); each dataset is loaded once (members
+  of one task config share it); each member's model is built as its solo run builds it (``seed_everything(seed)``,
+  then the model).
 * The models must run under ``vmap``: one forward of two training examples per member is tried first (a
   model that reads a tensor on the host, such as ``int(lengths.max())``, fails there), and a model that cannot
   is refused with one line before any run is stored (:class:`UnstackableModelError`).
@@ -112,14 +116,31 @@ def vmap_refusal(models: list[Any], data: Any) -> str | None:
     return None
 
 
+STACK_KEYS = ("task.", "data.", "optim.")  # what the members of a stack may differ in, besides the seed
+
+
+def _member_key(key: str) -> bool:
+    """Whether the members of a stack may differ in this config key: a key of the task's data (``task.*``, not
+    the task's name; ``data.*``, what the launcher pins of the data it reads, such as its fingerprint) or of the
+    optimiser (``optim.*``)."""
+    return key.startswith(STACK_KEYS) and key != "task.name"
+
+
+def data_config(composed: Composed) -> str:
+    """The member's task config as text: members with the same one read the same data."""
+    return OmegaConf.to_yaml(composed.cfg.task, resolve=True)
+
+
 def check_stackable(stack: list[Composed]) -> None:
-    """The configs must be supervised single runs that differ only in ``seed`` (distinct seeds), and keep one
-    learning rate for every member (no decay on validation loss)."""
+    """The configs must be supervised single runs that differ only in ``seed``, their task's data keys
+    (``task.*``) and their optimiser settings (``optim.*``), no two members the same run, and none with a
+    learning rate that moves with its validation loss (``optim.decay_below_val_loss``)."""
     if not stack:
         raise UserError("a stack needs at least one run")
     first = stack[0]
     seeds = [int(c.cfg.seed) for c in stack]
-    repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
+    ids = [c.run_id for c in stack]  # the same run twice: the same seed with the same data and optimiser
+    repeated = sorted({seed for seed, run_id in zip(seeds, ids, strict=True) if ids.count(run_id) > 1})
     if repeated:  # the plainest mistake first: before what the config could not do as a stack
         raise UserError(f"the stack repeats a seed ({', '.join(map(str, repeated))} in seeds "
                         f"{','.join(map(str, seeds))}): give each seed once")
@@ -131,10 +152,14 @@ def check_stackable(stack: list[Composed]) -> None:
     for composed in stack[1:]:
         other = dict(leaves(OmegaConf.to_container(composed.cfg, resolve=True)))
         other.pop("seed")
-        differing = sorted(key for key in set(reference) | set(other) if reference.get(key) != other.get(key))
+        differing = sorted(key for key in set(reference) | set(other)
+                           if reference.get(key) != other.get(key) and not _member_key(key))
         if differing:
-            raise UserError(f"stacked runs may differ only in seed; {composed.run_id} differs from {first.run_id} "
-                            f"in {', '.join(differing)}")
+            raise UserError(f"stacked runs may differ only in seed, the task's data (task.*) and the optimiser "
+                            f"(optim.*); {composed.run_id} differs from {first.run_id} in {', '.join(differing)}")
+        refusal = unstackable_reason(composed)
+        if refusal:
+            raise UserError(refusal)
 
 
 class _LinePrefix(io.TextIOBase):
@@ -163,10 +188,25 @@ class _LinePrefix(io.TextIOBase):
         self.target.flush()
 
 
+def member_names(stack: list[Composed]) -> list[str]:
+    """What tells each member's lines apart: ``seed N``, and in a mixed stack the data and optimiser keys its
+    members differ in (``seed 0 task.tasks=[between]``, ``seed 1 optim.lr=0.01``)."""
+    configs = [{**dict(leaves(OmegaConf.to_container(c.cfg.task, resolve=True), "task.")),
+                **dict(leaves(OmegaConf.to_container(c.cfg.optim, resolve=True), "optim."))} for c in stack]
+    differing = sorted(key for key in configs[0] if any(config.get(key) != configs[0][key] for config in configs))
+    return [" ".join([f"seed {int(c.cfg.seed)}", *(f"{key}={_shown(config.get(key))}" for key in differing)])
+            for c, config in zip(stack, configs, strict=True)]
+
+
+def _shown(value: Any) -> str:
+    return f"[{','.join(map(str, value))}]" if isinstance(value, list) else str(value)
+
+
 @contextmanager
-def seed_lines(seed: int) -> Iterator[None]:
-    """Inside the block, each line printed to stdout starts with ``[seed N]``: whose line it is in a stack."""
-    stream = _LinePrefix(f"[seed {seed}] ", sys.stdout)
+def seed_lines(who: int | str) -> Iterator[None]:
+    """Inside the block, each line printed to stdout starts with ``[seed N]`` (or ``[who]``, a member's name from
+    :func:`member_names`): whose line it is in a stack."""
+    stream = _LinePrefix(f"[seed {who}] " if isinstance(who, int) else f"[{who}] ", sys.stdout)
     try:
         with redirect_stdout(stream):
             yield
@@ -175,9 +215,10 @@ def seed_lines(seed: int) -> Iterator[None]:
 
 
 class SeedRecorder(RunRecorder):
-    """A member's recorder: the same curves, with its seed in front of its epoch lines."""
+    """A member's recorder: the same curves, with its seed (or name, :func:`member_names`) in front of its epoch
+    lines."""
 
-    def __init__(self, seed: int, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, seed: int | str, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.seed = seed
 
@@ -217,9 +258,10 @@ class StackLaunch:
         for composed in stack:
             check_run_config(composed)
         self.prepared: list[Prepared] = [prepare_task(composed) for composed in stack]
-        first = stack[0]
-        if first.task.data_check:
-            load_entry(first.task.data_check)(first.cfg.task)
+        checked = {data_config(composed): composed for composed in stack}
+        for composed in checked.values():
+            if composed.task.data_check:
+                load_entry(composed.task.data_check)(composed.cfg.task)
         self.force = force
         self.todo: list[tuple[Composed, Prepared, Run]] = []
         for composed, prepared in zip(stack, self.prepared, strict=True):
@@ -229,42 +271,49 @@ class StackLaunch:
         if self.todo:  # a stack that completed is reported from a read-only store too
             check_writable_folder(runs_dir or default_runs_dir(), "runs folder")
 
-    def _build(self) -> tuple[Any, list[Any]]:
-        """The data (loaded once: the members share it) and each member's model, seeded as its solo run."""
+    def _build(self) -> tuple[list[Any], list[Any]]:
+        """Each member's data (each task config's loaded once: its members share it) and model, seeded as its
+        solo run."""
         import lightning.pytorch as pl
         import torch
 
         from harness.runners.analysis import check_analysis_split
+        from harness.runners.stacked_data import check_same_shapes
 
-        composed, prepared, _ = self.todo[0]
-        cfg = composed.cfg
+        cfg = self.todo[0][0].cfg
         if cfg.train.threads:
             torch.set_num_threads(int(cfg.train.threads))
-        data = prepared.task.load()
-        check_analysis_split(cfg, data)
-        check_task_data(composed.task.name, composed.task.interface, data)
-        check_targets(data)
-        entry = composed.model.interfaces[composed.task.interface]
+        loaded: dict[str, Any] = {}
+        for composed, prepared, _ in self.todo:
+            key = data_config(composed)
+            if key not in loaded:
+                loaded[key] = data = prepared.task.load()
+                check_analysis_split(composed.cfg, data)
+                check_task_data(composed.task.name, composed.task.interface, data)
+                check_targets(data)
+        check_same_shapes(list(loaded.values()))
+        datas = [loaded[data_config(composed)] for composed, _, _ in self.todo]
+        entry = self.todo[0][0].model.interfaces[self.todo[0][0].task.interface]
         models = []
-        for member, _, _ in self.todo:
+        for (member, _, _), data in zip(self.todo, datas, strict=True):
             pl.seed_everything(int(member.cfg.seed), workers=True, verbose=False)
             try:
                 models.append(load_entry(entry)(member.cfg.model, data.info))
             except ValueError as exc:
                 raise _model_error(member, exc) from None
-        return data, models
+        return datas, models
 
     def run(self) -> int:
         if not self.todo:
             return 0
-        data, models = self._build()
-        refusal = vmap_refusal(models, data)
+        datas, models = self._build()
+        refusal = vmap_refusal(models, datas[0])
         if refusal:
             first = self.todo[0][0]
             raise UnstackableModelError(f"{first.cfg.model.name} cannot train as a stack on {first.task.name} "
                                         f"(vmap cannot batch its forward: {short_vmap_reason(refusal)}): train its "
                                         "seeds one by one, each with --seed")
-        self._data = data
+        self._datas = datas
         for _, _, run in self.todo:
             remove_leftover_temporaries(run)
         previous = [_existing(run, self.force, composed) for composed, _, run in self.todo]
@@ -275,12 +324,14 @@ class StackLaunch:
         ids = [composed.run_id for composed, _, _ in self.todo]
         trackers = [open_tracker(run, composed) for composed, _, run in self.todo]
         members = []
-        for (composed, _, run), record, tracker, model in zip(self.todo, records, trackers, models, strict=True):
+        names = member_names([composed for composed, _, _ in self.todo])
+        for (composed, _, run), record, tracker, model, data, name in zip(self.todo, records, trackers, models, datas,
+                                                                          names, strict=True):
             train_cfg = composed.cfg.train
             record.update(device=_device_description(), data_source=data.source, stack=ids,
                           parameters=sum(p.numel() for p in model.parameters()))
             run.write_results(record)
-            recorder = SeedRecorder(int(composed.cfg.seed), run, tracker, monitor=train_cfg.monitor,
+            recorder = SeedRecorder(name, run, tracker, monitor=train_cfg.monitor,
                                     monitor_mode=train_cfg.monitor_mode, max_epochs=train_cfg.max_epochs)
             members.append(Member(composed.cfg, run, recorder,
                                   EpochShuffleSampler(len(data.train), seed=int(composed.cfg.seed))))
@@ -291,7 +342,7 @@ class StackLaunch:
         self.late_interrupt = False  # Ctrl-C after every member's final status was stored
         with terminate_as_interrupt():
             try:
-                summaries = self._train(data, members, models)
+                summaries = self._train(datas, members, models)
             except UserError as exc:
                 self._close(records, "failed", str(exc))
                 raise
@@ -325,8 +376,9 @@ class StackLaunch:
             line += f"; the predictions of {', '.join(missing)} were not written: `harness predict {named}` writes them"
         return line
 
-    def _train(self, data: Any, members: list[Member], models: list[Any]) -> dict[str, dict[str, Any]]:
-        """Group the members by where they resume, train each group as one stack, then test them all."""
+    def _train(self, datas: list[Any], members: list[Member], models: list[Any]) -> dict[str, dict[str, Any]]:
+        """Group the members by where they resume, train each group as one stack, then test them all (the
+        members of each dataset as a stack of their own)."""
         from harness.runners.supervised import intact_checkpoint, load_checkpoint, train_and_test
 
         cfg = members[0].cfg
@@ -336,21 +388,23 @@ class StackLaunch:
             group = [i for i, p in enumerate(points) if p == point]
             if point == "solo":  # checkpoints of the solo runner: its own loop resumes them
                 for i in group:
-                    with seed_lines(int(members[i].cfg.seed)):
+                    with seed_lines(members[i].recorder.seed):
                         summaries[members[i].run.path.name] = train_and_test(
-                            members[i].cfg, data, models[i], members[i].run, members[i].recorder.tracker)
+                            members[i].cfg, datas[i], models[i], members[i].run, members[i].recorder.tracker)
                 continue
             if point == "done":
                 continue
-            trainer = StackedTrainer(cfg, data, [members[i] for i in group], [models[i] for i in group])
+            trainer = _trainer(cfg, [datas[i] for i in group], [members[i] for i in group],
+                               [models[i] for i in group])
             if point:
                 trainer.resume([load_checkpoint(intact_checkpoint(members[i].run)) for i in group])  # type: ignore[arg-type]
                 print(f"resuming {len(group)} member(s) after epoch {point}", flush=True)
             trainer.fit()
         tested = [i for i, p in enumerate(points) if p != "solo" and members[i].error is None]
-        if tested:
-            trainer = StackedTrainer(cfg, data, [members[i] for i in tested], [models[i] for i in tested])
-            summaries.update(trainer.test([members[i] for i in tested]))
+        for data in {id(datas[i]): datas[i] for i in tested}.values():
+            same = [i for i in tested if datas[i] is data]
+            trainer = StackedTrainer(cfg, data, [members[i] for i in same], [models[i] for i in same])
+            summaries.update(trainer.test([members[i] for i in same]))
         return summaries
 
     @staticmethod
@@ -383,16 +437,30 @@ class StackLaunch:
             for record, tracker in zip(records, trackers, strict=True):
                 tracker.summary(record.get("metrics") or {})
                 tracker.finish(0 if record["status"] == "completed" else 1)
-            for (composed, _, run), record in zip(self.todo, records, strict=True):
+            for (composed, _, run), record, data in zip(self.todo, records, self._datas, strict=True):
                 print(member_line(run, record), flush=True)
                 if record["status"] == "completed":
                     from harness.runners.predictions import write_after_run
 
-                    write_after_run(run, composed, self._data)
+                    write_after_run(run, composed, data)
         except KeyboardInterrupt:
             if any(r.get("status") == "running" for r in records):
                 raise  # a member left unfinished: the same command resumes it, as the command line says
             self.late_interrupt = True
+
+
+def _trainer(cfg: Any, datas: list[Any], members: list[Member], models: list[Any]) -> StackedTrainer:
+    """The stacked trainer for members that share one dataset and optimiser settings; the mixed one for members
+    of several datasets; the one with an optimiser per member for members whose optimiser settings differ."""
+    if any(member.cfg.optim != members[0].cfg.optim for member in members):
+        from harness.runners.stacked_optim import OptimStackedTrainer
+
+        return OptimStackedTrainer(cfg, datas, members, models)
+    if all(data is datas[0] for data in datas):
+        return StackedTrainer(cfg, datas[0], members, models)
+    from harness.runners.stacked_data import MixedStackedTrainer
+
+    return MixedStackedTrainer(cfg, datas, members, models)
 
 
 def launch_stack(stack: list[Composed], force: bool = False, runs_dir: Path | None = None) -> int:

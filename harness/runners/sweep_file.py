@@ -48,12 +48,14 @@ class Sweep:
     space: dict[str, dict[str, Any]] = field(default_factory=dict)
     num_samples: int = 1
     cpus_per_trial: float = 1
+    gpus_per_trial: float = 0  # a share of a GPU per trial (0.25: four trials share one); 0: none
     max_concurrent: int | None = None
     task_overrides: dict[str, list[str]] = field(default_factory=dict)  # matrix sweeps: fixed per task
     task_grid: dict[str, dict[str, list[Any]]] = field(default_factory=dict)  # matrix sweeps: a grid per task
     cell_time_cap_s: float | None = None  # caps train.max_time_s / rl.max_time_s of every cell
     cells: list[str] | None = None  # only the cells matching these task/model patterns (``--cells``)
     stack_seeds: bool = False  # the seeds of one trial point train as one stack, in one trial
+    stack_grid: list[str] = field(default_factory=list)  # grid keys (task.*, optim.*) whose values join that stack
     reuse_processes: bool = False  # a finished trial's process runs the next trial (Tune's reuse_actors)
     only: dict[str, dict[str, Any]] = field(default_factory=dict)  # ``--only``, per key (command line, not the file)
 
@@ -92,6 +94,7 @@ def load_sweep(path: Path) -> Sweep:
     problem = _sweep_problem(data)
     for key, spec in (data["space"] if isinstance(data["space"], dict) else {}).items():
         problem = problem or _space_problem(key, spec)
+    problem = problem or _stack_grid_problem(data)
     if problem:
         raise UserError(f"{path}: {problem}")
     return Sweep(**data)
@@ -154,6 +157,9 @@ def _sweep_rest_problem(data: dict[str, Any]) -> str | None:
         return f"'num_samples' must be an integer >= 1, not {samples!r}"
     if not _is_number(cpus) or cpus <= 0:
         return f"'cpus_per_trial' must be a number > 0, not {cpus!r}"
+    gpus = data.get("gpus_per_trial", 0)
+    if not _is_number(gpus) or gpus < 0:
+        return f"'gpus_per_trial' must be a number >= 0 (a share of one GPU, e.g. 0.25, or whole GPUs), not {gpus!r}"
     if concurrent is not None and (not _is_int(concurrent) or concurrent < 1):
         return f"'max_concurrent' must be null or an integer >= 1, not {concurrent!r}"
     for key in ("stack_seeds", "reuse_processes"):
@@ -176,6 +182,25 @@ def _per_task_problem(data: dict[str, Any]) -> str | None:
         return f"'task_grid' must map task names to {{config key: [values]}}, not {grid!r}"
     if cap is not None and (not _is_number(cap) or cap <= 0):
         return f"'cell_time_cap_s' must be null or a number of seconds > 0, not {cap!r}"
+    return None
+
+
+def _stack_grid_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with ``stack_grid``: each key a grid of the space over the task's data (``task.*``) or the
+    optimiser (``optim.*``), the only keys the members of a stack may differ in besides the seed, with
+    ``stack_seeds: true``."""
+    keys = data.get("stack_grid", [])
+    if not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys) or len(set(keys)) < len(keys):
+        return f"'stack_grid' must list grid keys of the space, each once, not {keys!r}"
+    if keys and not data.get("stack_seeds"):
+        return "'stack_grid' joins grid values to the stack of each trial point's seeds: set stack_seeds: true"
+    for key in keys:
+        spec = data["space"].get(key)
+        if not isinstance(spec, dict) or spec.get("type") != "grid":
+            return f"'stack_grid' names {key}, which is not a grid of the space"
+        if not key.startswith(("task.", "optim.")) or key == "task.name":
+            return (f"'stack_grid' names {key}: the members of a stack may differ only in their seed, the task's "
+                    "data (task.* keys) and the optimiser (optim.* keys)")
     return None
 
 

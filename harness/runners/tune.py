@@ -13,8 +13,10 @@ A sweep is one YAML file (``sweeps/<name>.yaml``)::
       task.babi_id: {type: grid, values: [1, 6]}
     num_samples: 1                   # samples of the random part of the space, per grid point
     stack_seeds: false               # true: the seeds of each trial point train as one stack (one trial)
+    stack_grid: []                   # grid keys of the data or optimiser (task.*, optim.*) whose values join that stack
     reuse_processes: false           # true: a trial may run in the process of a finished one (see below)
     cpus_per_trial: 1
+    gpus_per_trial: 0                # a share of a GPU per trial (0.25: four trials share one GPU)
     max_concurrent: null             # null: as many trials as the cluster's CPUs allow
 
 A **matrix sweep** names ``tasks`` (a list, or ``all``) instead of ``task``, and ``models`` may be ``all``: its
@@ -43,6 +45,10 @@ trains them as a stack (:func:`harness.runners.stacked_launch.launch_stack`, ``d
 member is still its own run, with the run id of its unstacked trial, and its own row of the table. A cell that
 cannot stack (RL, stepwise, another protocol, ``optim.decay_below_val_loss``, or a model the launcher's ``vmap``
 check refuses) runs its seeds one after another in that trial. Local mode only: a cluster sweep refuses it.
+``stack_grid`` (with ``stack_seeds``) names grid keys of the space over the task's data or the optimiser, such as
+``task.tasks`` or ``optim.lr``: their values join the stack too (a mixed stack, :mod:`harness.runners.stacked_data`
+and :mod:`harness.runners.stacked_optim`), so the PrediNet paper's five relations x three seeds of one model are
+one trial of fifteen runs (``sweeps/predinet_table1_stacked.yaml``).
 
 With ``reuse_processes: true`` a finished trial's worker process takes the next trial (Tune's
 ``reuse_actors``), so a trial does not start Python and import torch, Lightning and the harness again (about
@@ -174,8 +180,10 @@ def _tune_space(sweep: Sweep) -> dict[str, Any]:
         "loguniform": lambda s: tune.loguniform(float(s["low"]), float(s["high"])),
         "randint": lambda s: tune.randint(int(s["low"]), int(s["high"])),
     }
-    space = {key: samplers[spec["type"]](spec) for key, spec in sweep.space.items()}
+    space = {key: samplers[spec["type"]](spec) for key, spec in sweep.space.items() if key not in sweep.stack_grid}
     seeds = {"seeds": list(sweep.seeds)} if sweep.stack_seeds else {"seed": tune.grid_search(list(sweep.seeds))}
+    if sweep.stack_grid:
+        seeds[STACKED_SPACE] = {key: list(sweep.space[key]["values"]) for key in sweep.stack_grid}
     if sweep.tasks:
         cells = tune.grid_search(trial_cells(sweep))
         return {"cell": cells, **seeds, "space": space}
@@ -214,7 +222,8 @@ def trial_bundles(sweep: Sweep, task: str, model: str, sampled: tuple[str, ...] 
     composed = compose(task, model, sweep.profile, [*cell_overrides(sweep, f"{task}/{model}"), *sampled],
                        given_in=SWEEP_FILE)
     runners = int(composed.cfg.rl.num_env_runners) if composed.task.kind == "rl" else 0
-    return [{"CPU": float(sweep.cpus_per_trial)}] + [{"CPU": 1.0}] * runners
+    gpus = {"GPU": float(sweep.gpus_per_trial)} if sweep.gpus_per_trial else {}
+    return [{"CPU": float(sweep.cpus_per_trial), **gpus}] + [{"CPU": 1.0}] * runners
 
 
 RUNNERS_KEY = "rl.num_env_runners"
@@ -238,6 +247,22 @@ def cell_cpu_needs(bundles: dict[tuple[str, tuple[str, ...]], list[dict[str, flo
     for (cell, _), bundle_list in bundles.items():
         needs[cell] = max(needs.get(cell, 0.0), sum(bundle["CPU"] for bundle in bundle_list))
     return needs
+
+
+def check_trial_gpus(sweep: Sweep, gpus: float, cluster: bool) -> None:
+    """A trial that asks for a GPU the Ray session lacks would wait for ever, as :func:`check_trial_cpus` says of
+    CPUs. (A trial that asks for a GPU gets its own, Ray setting its ``CUDA_VISIBLE_DEVICES``, and at most
+    ``1 / gpus_per_trial`` trials share one; a trial that asks for none sees every GPU of its machine and trains
+    on the first, Ray 2.60 leaving ``CUDA_VISIBLE_DEVICES`` as it was: ``_private/utils.py``,
+    ``set_visible_accelerator_ids``.)"""
+    if sweep.gpus_per_trial <= gpus:
+        return
+    where = f"the Ray cluster at RAY_ADDRESS has {gpus:g} now" if cluster else f"the local Ray has {gpus:g}"
+    problem = f"sweep {sweep.name}: each trial asks for {sweep.gpus_per_trial:g} GPU (gpus_per_trial) but {where}"
+    if cluster:
+        print(f"warning: {problem}; its trials wait until the cluster has one", file=sys.stderr)
+        return
+    raise UserError(f"{problem}, so no trial would start; set gpus_per_trial: 0 to train on the CPU")
 
 
 def check_trial_cpus(sweep: Sweep, needs: dict[str, float], cpus: float, cluster: bool) -> None:
@@ -288,10 +313,22 @@ def _run_trial(trial: dict[str, Any], sweep: Sweep, env: dict[str, str], store: 
     tune.report(outcome)
 
 
+STACKED_SPACE = "stacked_space"  # a stacked trial's grid values that join its stack ({key: [values]})
+
+
 def member_trials(trial: dict[str, Any]) -> list[dict[str, Any]]:
-    """A stacked trial (``seeds``) as the unstacked trials of its members, one per seed."""
-    point = {key: value for key, value in trial.items() if key != "seeds"}
-    return [{**point, "seed": seed} for seed in trial["seeds"]]
+    """A stacked trial (``seeds``, and the ``stack_grid`` values) as the unstacked trials of its members: one per
+    seed, or one per value of those grids and seed."""
+    point = {key: value for key, value in trial.items() if key not in ("seeds", STACKED_SPACE)}
+    grids = trial.get(STACKED_SPACE) or {}
+    return [{**point, "space": {**point["space"], **dict(zip(grids, values, strict=True))}, "seed": seed}
+            for values in itertools.product(*grids.values()) for seed in trial["seeds"]]
+
+
+def member_label(trial: dict[str, Any], member: dict[str, Any]) -> str:
+    """How a stacked trial names one member in its report: its seed, after its ``stack_grid`` values if any."""
+    values = [f"{key}={flow(member['space'][key])}" for key in trial.get(STACKED_SPACE) or {}]
+    return " ".join([*values, f"seed={member['seed']}"]) if values else str(member["seed"])
 
 
 def run_stack_trial(trial: dict[str, Any], sweep: Sweep) -> dict[str, Any]:
@@ -307,7 +344,7 @@ def run_stack_trial(trial: dict[str, Any], sweep: Sweep) -> dict[str, Any]:
     outcomes = _stack_outcomes(stack, runs_dir) if stack and not unstackable_reason(stack[0]) else None
     if outcomes is None:
         outcomes = [run_trial(member, sweep) for member in members]
-    return {"members": json.dumps({str(m["seed"]): o for m, o in zip(members, outcomes, strict=True)})}
+    return {"members": json.dumps({member_label(trial, m): o for m, o in zip(members, outcomes, strict=True)})}
 
 
 def _stack_outcomes(stack: list[Any], runs_dir: Path) -> list[dict[str, Any]] | None:
@@ -449,6 +486,7 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
                    for task, model in sweep_cells(sweep) for choice in runner_choices(sweep)}
         if ray.is_initialized():  # (a test's stand-in session starts no Ray)
             check_trial_cpus(sweep, cell_cpu_needs(bundles), float(ray.cluster_resources().get("CPU", 0)), cluster)
+            check_trial_gpus(sweep, float(ray.cluster_resources().get("GPU", 0)), cluster)
         store = start_driver_store(runs_dir) if cluster else None
 
         def resources(config: dict[str, Any]) -> Any:  # each trial's CPUs (an RL cell's env runners too)
@@ -609,7 +647,7 @@ def _rows(result: Any, sweep: Sweep, runs_dir: Path, known: dict[str, Any] | Non
     if "seeds" not in config:
         return [_row(result, config)]
     members = json.loads((result.metrics or {}).get("members") or "{}")
-    return [_row(result, member, members.get(str(member["seed"])) or {}) for member in configs]
+    return [_row(result, member, members.get(member_label(config, member)) or {}) for member in configs]
 
 
 def _reported_nothing(result: Any) -> bool:
