@@ -13,8 +13,9 @@ fifteen runs of one model that fit one stack. Each member
 * is tested on its own test splits (the launcher tests the members of each dataset as a stack of their own).
 
 Their training sets must have the same size and the same example shapes, as must their validation sets: one
-stacked batch [K, B, ...] holds a batch of each. Everything else (model, optimiser, training settings) is one
-config, as for any stack (:func:`harness.runners.stacked_launch.check_stackable`).
+stacked batch [K, B, ...] holds a batch of each. The model and the training settings are one config, as for any
+stack (:func:`harness.runners.stacked_launch.check_stackable`); members whose optimiser settings differ too train
+with :class:`harness.runners.stacked_optim.OptimStackedTrainer`, a subclass of this one.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """The life of a stack of runs (``harness bench ... --seeds 0,1,2``): the K runs of one config that differ only in
 ``seed``, each with its own run directory, statuses and provenance exactly as :func:`harness.runners.launch.launch`
 gives one run, trained together by :class:`harness.runners.stacked.StackedTrainer`. A sweep may also stack runs
-that differ in their task's data keys (``task.*``, e.g. the relation of ``task.tasks``): a *mixed* stack, trained
-by :class:`harness.runners.stacked_data.MixedStackedTrainer`, each member on its own data.
+that differ in their task's data keys (``task.*``, e.g. the relation of ``task.tasks``) or their optimiser settings
+(``optim.*``): a *mixed* stack, trained by :class:`harness.runners.stacked_data.MixedStackedTrainer` (each member
+on its own data) or :class:`harness.runners.stacked_optim.OptimStackedTrainer` (each member with its own optimiser).
 
-* The configs are checked to differ in ``seed`` and ``task.*`` only (one line naming the first other difference
-  otherwise); a mixed stack's data must have one shape (:func:`harness.runners.stacked_data.check_same_shapes`).
+* The configs are checked to differ in ``seed``, ``task.*`` and ``optim.*`` only (one line naming the first other
+  difference otherwise); a mixed stack's data must have one shape
+  (:func:`harness.runners.stacked_data.check_same_shapes`).
 * Completed members are reported, not retrained (``force`` retrains them); each dataset is loaded once (members
   of one task config share it); each member's model is built as its solo run builds it (``seed_everything(seed)``,
   then the model).
