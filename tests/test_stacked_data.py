@@ -18,7 +18,7 @@ from harness.runners.launch import launch, prepare_task
 from harness.runners.stacked_data import MixedStackedTrainer
 from harness.runners.stacked_launch import check_stackable, launch_stack
 from harness.runners.sweep_file import load_sweep
-from harness.runners.tune import STACKED_SPACE, member_label, member_trials, trial_overrides
+from harness.runners.tune import STACKED_SPACE, member_label, member_trials, trial_label, trial_overrides
 from tests.conftest import SHARED_DATA, curves, requires_loopback_only, run_cli, run_cli_loopback
 
 TASK, MODEL = "relations_game", "predinet"
@@ -153,6 +153,7 @@ def test_a_stacked_trial_with_a_stack_grid_is_one_member_per_value_and_seed() ->
         (["same"], 0), (["same"], 1), (["between"], 0), (["between"], 1)]
     assert all(m["space"]["optim.lr"] == 0.1 and STACKED_SPACE not in m for m in members)
     assert [member_label(trial, m) for m in members][1] == "task.tasks=[same] seed=1"
+    assert trial_label(trial) == "mlp1 seeds=0,1 optim.lr=0.1"  # Tune's folder name for the trial, not seed=None
     plain = {"model": "mlp1", "seeds": [3], "space": {}}
     assert [member_label(plain, m) for m in member_trials(plain)] == ["3"]
 

@@ -207,10 +207,12 @@ def trial_overrides(sweep: Sweep, trial: dict[str, Any]) -> list[str]:
 
 
 def trial_label(trial: dict[str, Any]) -> str:
-    """A trial as the table shows it: model, seed and sampled values (floats to 4 significant digits)."""
+    """A trial as the table shows it: model, seed (a stacked trial's seeds) and sampled values (floats to 4
+    significant digits)."""
     shown = [f"{key}={f'{value:.4g}' if isinstance(value, float) else flow(value)}"
              for key, value in sorted((trial.get("space") or {}).items())]
-    return " ".join([str(trial.get("cell") or trial.get("model")), f"seed={trial.get('seed')}", *shown])
+    seed = f"seed={trial.get('seed')}" if "seeds" not in trial else f"seeds={','.join(map(str, trial['seeds']))}"
+    return " ".join([str(trial.get("cell") or trial.get("model")), seed, *shown])
 
 
 def trial_bundles(sweep: Sweep, task: str, model: str, sampled: tuple[str, ...] = ()) -> list[dict[str, float]]:
