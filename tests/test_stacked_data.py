@@ -17,6 +17,7 @@ from harness.errors import UserError
 from harness.runners.launch import launch, prepare_task
 from harness.runners.stacked_data import MixedStackedTrainer
 from harness.runners.stacked_launch import check_stackable, launch_stack
+from harness.runners.supervised import load_checkpoint
 from harness.runners.sweep_file import load_sweep
 from harness.runners.tune import STACKED_SPACE, member_label, member_trials, trial_label, trial_overrides
 from tests.conftest import SHARED_DATA, curves, requires_loopback_only, run_cli, run_cli_loopback
@@ -47,6 +48,20 @@ def _worst(a: Path, b: Path) -> float:
     rows_a, rows_b = _numbers(a), _numbers(b)
     assert [row.keys() for row in rows_a] == [row.keys() for row in rows_b]
     return max(abs(x[k] - y[k]) for x, y in zip(rows_a, rows_b, strict=True) for k in x if "per_s" not in k)
+
+
+def _interrupt_after_first_epoch(stack: list, runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Train ``stack`` into ``runs`` and stop it with a Ctrl-C once its first epoch is stored."""
+    original = MixedStackedTrainer._end_epoch
+
+    def end_then_kill(self: MixedStackedTrainer) -> None:
+        original(self)
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(MixedStackedTrainer, "_end_epoch", end_then_kill)
+        with pytest.raises(KeyboardInterrupt):
+            launch_stack(stack, runs_dir=runs)
 
 
 @pytest.fixture(scope="module")
@@ -101,18 +116,9 @@ def test_an_interrupted_mixed_stack_resumes_to_the_same_curves(stores: dict[str,
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(stores["root"] / "cache"))
     monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
     runs = stores["root"] / "resumed"
-    original = MixedStackedTrainer._end_epoch
-
-    def end_then_kill(self: MixedStackedTrainer) -> None:
-        original(self)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(MixedStackedTrainer, "_end_epoch", end_then_kill)
     stack = [_composed(seed, relation) for seed, relation in POINTS]
-    with pytest.raises(KeyboardInterrupt):
-        launch_stack(stack, runs_dir=runs)
+    _interrupt_after_first_epoch(stack, runs, monkeypatch)
     assert {record["status"] for _, record in _results(runs).values()} == {"interrupted"}
-    monkeypatch.setattr(MixedStackedTrainer, "_end_epoch", original)
     capsys.readouterr()
     assert launch_stack(stack, runs_dir=runs) == 0  # the same stack resumes from the members' checkpoints
     epochs = [line.split(" epoch")[0] for line in capsys.readouterr().out.splitlines() if " epoch 2/2" in line]
@@ -239,7 +245,7 @@ def test_members_with_their_own_optimiser_settings_follow_their_solo_runs(stores
         lrs = [row["lr"] for row in _numbers(stacked[name]) if "lr" in row]
         assert lrs == [row["lr"] for row in _numbers(solo[name]) if "lr" in row] and lrs, name  # its own schedule
         # its optimiser's state where the best checkpoint was taken is its solo run's, in the solo format
-        states = [torch.load(run / "checkpoints" / "best.ckpt", weights_only=False)["optimizer_states"][0]
+        states = [load_checkpoint(run / "checkpoints" / "best.ckpt")["optimizer_states"][0]
                   for run in (solo[name], stacked[name])]
         assert states[0]["param_groups"][0]["lr"] == states[1]["param_groups"][0]["lr"]
         assert states[0]["state"].keys() == states[1]["state"].keys()
@@ -251,16 +257,7 @@ def test_members_with_their_own_optimiser_settings_follow_their_solo_runs(stores
 
     # interrupted after its first epoch, the same stack resumes to the same curves
     runs = root / "optim_resumed"
-    original = MixedStackedTrainer._end_epoch
-
-    def end_then_kill(self: MixedStackedTrainer) -> None:
-        original(self)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(MixedStackedTrainer, "_end_epoch", end_then_kill)
-    with pytest.raises(KeyboardInterrupt):
-        launch_stack(stack, runs_dir=runs)
-    monkeypatch.setattr(MixedStackedTrainer, "_end_epoch", original)
+    _interrupt_after_first_epoch(stack, runs, monkeypatch)
     capsys.readouterr()
     assert launch_stack(stack, runs_dir=runs) == 0
     epochs = [line.split(" epoch")[0] for line in capsys.readouterr().out.splitlines() if " epoch 2/2" in line]

@@ -123,7 +123,7 @@ def own_optimiser_step(models: list[nn.Module], cfg: Any, batch: dict[str, torch
     """The step of a stack whose members keep their own optimisers (:mod:`harness.runners.stacked_optim`, used
     when their optimiser settings differ): one forward and backward, then per member its gradient slices, its
     clipping and its optimiser's step. Here every member has the profile's settings: only the cost is measured."""
-    from harness.runners.stacked_optim import member_views
+    from harness.runners.stacked_optim import member_views, step_member
 
     stack = StackedClassifier(models)
     optimizers = [build_optimizer(member_views(stack, k), cfg.optim) for k in range(stack.k)]
@@ -136,12 +136,7 @@ def own_optimiser_step(models: list[nn.Module], cfg: Any, batch: dict[str, torch
         loss, _ = member_losses(stack.logits(inputs), batch["target"])  # [K]
         loss.sum().backward()
         for k, optimizer in enumerate(optimizers):
-            views = optimizer.param_groups[0]["params"]
-            for view, p in zip(views, params, strict=True):
-                view.grad = p.grad[k]
-            if cfg.optim.grad_clip:
-                torch.nn.utils.clip_grad_norm_(views, float(cfg.optim.grad_clip))
-            optimizer.step()
+            step_member(optimizer, params, k, cfg.optim.grad_clip)
     return step
 
 
@@ -276,21 +271,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for count, rates in result["batches_per_s"].items():
             shown = "  ".join(f"{variant}={rate:7.1f}" for variant, rate in rates.items())
             print(f"{name:>12} {count} thread(s), batches/s: {shown}", flush=True)
-    if args.own_optimisers:
-        print(json.dumps(figures))
-        return figures
+    if not args.own_optimisers:  # the grid's members share their settings: own-optimiser stacks do not project it
+        add_grid_projection(figures, args.threads, device)
+    print(json.dumps(figures))
+    return figures
+
+
+def add_grid_projection(figures: dict[str, Any], threads: list[int], device: torch.device) -> None:
+    """The Table 1 grid's projected hours (``grid_hours``) and, on the CPU, its FLOP floor (``grid_floor``), added
+    to ``figures`` and printed."""
     figures["grid_hours"] = projections(figures["models"], on_gpu=device.type == "cuda")
     for what, value in figures["grid_hours"].items():
         print(f"Table 1 grid (75 runs x 100,000 batches), {what}: {value:.2f} h", flush=True)
     if device.type == "cpu":
-        floor = figures["grid_floor"] = grid_floor(args.threads)
+        floor = figures["grid_floor"] = grid_floor(threads)
         print("GFLOP per training step in products: " + "  ".join(f"{m}={g}" for m, g in floor["step_gflop"].items())
               + f"; the grid: {floor['grid_pflop']} PFLOP", flush=True)
         for count, hours in floor["hours_at_peak"].items():
             print(f"Table 1 grid at this machine's large-product rate ({floor['peak_gflops'][count]} GFLOP/s, "
                   f"{count} thread(s)): at least {hours:.1f} h", flush=True)
-    print(json.dumps(figures))
-    return figures
 
 
 if __name__ == "__main__":

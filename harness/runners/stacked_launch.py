@@ -60,6 +60,7 @@ from harness.runners.launch import (
 )
 from harness.runners.recorder import RunRecorder
 from harness.runners.stacked import Member, StackedTrainer
+from harness.runners.sweep_file import flow
 from harness.runs import Run, default_runs_dir, run_dir
 from harness.schema import leaves
 from harness.tracking import configure_environment
@@ -196,12 +197,8 @@ def member_names(stack: list[Composed]) -> list[str]:
     configs = [{**dict(leaves(OmegaConf.to_container(c.cfg.task, resolve=True), "task.")),
                 **dict(leaves(OmegaConf.to_container(c.cfg.optim, resolve=True), "optim."))} for c in stack]
     differing = sorted(key for key in configs[0] if any(config.get(key) != configs[0][key] for config in configs))
-    return [" ".join([f"seed {int(c.cfg.seed)}", *(f"{key}={_shown(config.get(key))}" for key in differing)])
+    return [" ".join([f"seed {int(c.cfg.seed)}", *(f"{key}={flow(config.get(key))}" for key in differing)])
             for c, config in zip(stack, configs, strict=True)]
-
-
-def _shown(value: Any) -> str:
-    return f"[{','.join(map(str, value))}]" if isinstance(value, list) else str(value)
 
 
 @contextmanager
@@ -286,6 +283,7 @@ class StackLaunch:
         if cfg.train.threads:
             torch.set_num_threads(int(cfg.train.threads))
         loaded: dict[str, Any] = {}
+        datas = []
         for composed, prepared, _ in self.todo:
             key = data_config(composed)
             if key not in loaded:
@@ -293,8 +291,8 @@ class StackLaunch:
                 check_analysis_split(composed.cfg, data)
                 check_task_data(composed.task.name, composed.task.interface, data)
                 check_targets(data)
+            datas.append(loaded[key])
         check_same_shapes(list(loaded.values()))
-        datas = [loaded[data_config(composed)] for composed, _, _ in self.todo]
         entry = self.todo[0][0].model.interfaces[self.todo[0][0].task.interface]
         models = []
         for (member, _, _), data in zip(self.todo, datas, strict=True):

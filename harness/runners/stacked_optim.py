@@ -46,6 +46,19 @@ def member_views(stack: StackedClassifier, index: int) -> list[torch.Tensor]:
     return [p.detach()[index] for p in stack.parameters()]
 
 
+def step_member(optimizer: Optimizer, params: Sequence[torch.Tensor], index: int, grad_clip: float | None) -> None:
+    """Member ``index``'s update after the stack's backward pass: its slices of the stacked gradients ``params``
+    (the stack's parameters, in the order of the optimiser's views) handed to its views, its clipping
+    (``torch.nn.utils.clip_grad_norm_``, as Lightning clips a solo run; none when ``grad_clip`` is 0 or None),
+    its optimiser's step."""
+    views = [view for group in optimizer.param_groups for view in group["params"]]
+    for view, p in zip(views, params, strict=True):
+        view.grad = None if p.grad is None else p.grad[index]
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(views, float(grad_clip))
+    optimizer.step()
+
+
 class _Unused:
     """Holds the shared optimiser's place in the base trainer, which this trainer never steps: nothing to save
     or load."""
@@ -99,12 +112,7 @@ class OptimStackedTrainer(MixedStackedTrainer):
         loss, acc = member_losses(self.stack.logits(_inputs(batch)), batch[TARGET])  # [K], [K]
         loss.sum().backward()
         for k, (optimizer, member) in enumerate(zip(self.optimizers, self.active, strict=True)):
-            views = [view for group in optimizer.param_groups for view in group["params"]]
-            for view, p in zip(views, params, strict=True):
-                view.grad = None if p.grad is None else p.grad[k]
-            if member.cfg.optim.grad_clip:
-                torch.nn.utils.clip_grad_norm_(views, float(member.cfg.optim.grad_clip))
-            optimizer.step()
+            step_member(optimizer, params, k, member.cfg.optim.grad_clip)
         self.step += 1
         diverged = []
         for index, member in enumerate(self.active):
