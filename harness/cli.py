@@ -251,6 +251,25 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return reproduce_run(args.run, Path(args.runs_dir) if args.runs_dir else default_runs_dir(), results, args.record)
 
 
+def cmd_carry(args: argparse.Namespace) -> int:
+    from harness.code_changes import check_all, load_changes, record_change
+    from harness.publish import RESULTS_DIR
+
+    if args.check:
+        found = check_all()
+        print("\n".join(found) if found else
+              f"{len(load_changes(Path(RESULTS_DIR)))} recorded code changes, the evidence of each holds")
+        return 1 if found else 0
+    missing = [flag for flag, value in (("FILE", args.files), ("--what", args.what),
+                                        ("--evidence or --probe", (args.evidence or []) + (args.probe or [])))
+               if not value]
+    if missing:
+        raise UserError(f"harness carry needs {', '.join(missing)} (or --check)")
+    path = record_change(args.files, args.what, args.evidence or [], args.base, probes=args.probe)
+    print(f"recorded in {path}: the runs that imported {', '.join(args.files)} before it are carried over")
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     from harness.runners.predictions import predict_run
 
@@ -267,23 +286,13 @@ def cmd_data(args: argparse.Namespace) -> int:
     from tasks.babi.generator import write_dataset
 
     _check_babi_args(args)
-    mode = _file_mode()
     for babi_id in dict.fromkeys(args.ids):  # a task named twice is written once
         try:
             paths = write_dataset(Path(args.out), babi_id, seed=args.seed, n_train=args.n_train, n_test=args.n_test)
         except ValueError as exc:  # an id the generator does not cover, or a bad count
             raise UserError(str(exc)) from None
-        for path in paths.values():  # the generator writes through a private temporary file (mode 0600)
-            path.chmod(mode)
         print(f"task {babi_id}: {paths['train']}  {paths['test']}")
     return 0
-
-
-def _file_mode() -> int:
-    """The mode a new file gets under this process's umask (0644 under the usual 022), as the official files have."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 def _check_babi_args(args: argparse.Namespace) -> None:
@@ -637,6 +646,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--record", action="store_true",
                    help="add the check to the reference store's reproductions.json (the README's Reproduced table)")
     p.set_defaults(func=cmd_reproduce)
+    text = "carry the reference runs over an edit shown to compute nothing differently, so they do not read as stale"
+    p = sub.add_parser("carry", help=text, description=_sentence(
+        text, ": records each FILE's digest in --base and in the working tree in results/code_changes.json, once "
+              "every evidence run (a reference run trained before the edit) has a bit-for-bit check under the "
+              "edited files in results/reproductions.json (harness reproduce RUN --record)"))
+    p.add_argument("files", nargs="*", metavar="FILE", help="the edited source files (project-relative paths)")
+    p.add_argument("--what", default=None, help="what the edit does, shown beside every run it carries")
+    p.add_argument("--evidence", nargs="+", default=None, metavar="RUN", help="reference runs reproduced bit for bit")
+    p.add_argument("--probe", nargs="+", default=None, metavar="MODULE",
+                   help="modules whose probe() fingerprints what the edited code computes (e.g. tasks.boxworld.probe, "
+                        "for the envs of RL runs, which cannot be reproduced): run on --base's code and on the "
+                        "working tree, their outputs must be equal")
+    p.add_argument("--base", default="HEAD", help="the git revision before the edit (default: HEAD)")
+    p.add_argument("--check", action="store_true", help="check the evidence of every recorded change (exit 1 if any "
+                   "fails)")
+    p.set_defaults(func=cmd_carry)
     p = sub.add_parser("data", help="write generated bAbI tasks as files, or download a dataset (data fetch NAME)",
                        description="Write generated bAbI tasks as files (data babi), or download a dataset (data "
                                    "fetch NAME: " + ", ".join(CATALOGUE) + "). The other tasks generate their data "

@@ -4,7 +4,9 @@
 * :func:`code_files`: the project's source files that computed the run (the task's, the model's and the
   training code the run imported), each with a hash of its syntax tree without docstrings, so a change in
   comments, docstrings or layout does not count but any change in what runs does. :func:`stale_files`
-  compares a run's record with the checkout: a completed run whose code has changed since is *stale*.
+  compares a run's record with the checkout: a completed run whose code has changed since is *stale*, unless
+  each change is one recorded in ``results/code_changes.json`` with the evidence that it computes nothing
+  differently (:mod:`harness.code_changes`).
 * :func:`file_digest`: the hash of a data file, for a task's data fingerprint.
 
 Files that organise runs but cannot change their numbers (the command line, the run store, tracking, the
@@ -39,7 +41,8 @@ NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "ha
                  "harness/runners/launch.py", "harness/runners/stacked_launch.py", "harness/runners/retest.py",
                  "harness/rerun.py", "harness/interfaces.py", "harness/runners/predictions.py",
                  "tasks/relations_game/data_checks.py", "tasks/babi/examples.py",
-                 "harness/vector_math.py", "harness/fetch_catalogue.py", "harness/fetch.py", "harness/fetch_http.py")
+                 "harness/vector_math.py", "harness/fetch_catalogue.py", "harness/fetch.py", "harness/fetch_http.py",
+                 "harness/code_changes.py", "harness/reproductions.py")
 PACKAGES = ("torch", "lightning", "omegaconf", "numpy", "ray", "gymnasium", "wandb")
 
 
@@ -163,7 +166,11 @@ _DIGESTS: dict[str, str] = {}
 
 def source_digest(path: Path) -> str:
     """A hash of what a Python file does: its syntax tree without docstrings (comments never reach it)."""
-    text = path.read_text(encoding="utf-8")
+    return text_digest(path.read_text(encoding="utf-8"))
+
+
+def text_digest(text: str) -> str:
+    """:func:`source_digest` of a file's text (as git has it, say)."""
     key = hashlib.sha256(text.encode()).hexdigest()
     digest = _DIGESTS.get(key)
     if digest is None:
@@ -217,7 +224,11 @@ def stale_run_files(results: dict[str, Any]) -> list[str]:
 
 def stale_files(recorded: dict[str, str] | None, root: Path = PROJECT_ROOT) -> list[str]:
     """The recorded source files that differ from (or are missing in) the checkout at ``root``; empty when the
-    run's code is the checkout's, or when the run recorded none (then nothing can be said)."""
+    run's code is the checkout's, or when the run recorded none (then nothing can be said). A file edited since is
+    not counted where recorded changes shown to compute nothing differently carry its digest to the checkout's
+    (:mod:`harness.code_changes`)."""
+    from harness.code_changes import carried
+
     changed = []
     for rel, digest in sorted((recorded or {}).items()):
         if rel in NOT_COMPUTING:
@@ -225,7 +236,7 @@ def stale_files(recorded: dict[str, str] | None, root: Path = PROJECT_ROOT) -> l
         path = root / rel
         if not path.exists():
             changed.append(f"{rel} (removed)")
-        elif source_digest(path) != digest:
+        elif (current := source_digest(path)) != digest and carried(rel, digest, root)[0] != current:
             changed.append(rel)
     return changed
 

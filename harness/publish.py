@@ -137,10 +137,10 @@ def _file_problem(folder: Path) -> str | None:
 
 
 def check_whole_stacks(checked: list[tuple[Run, dict]], results_dir: Path) -> None:
-    """A member of a stack (``bench --seeds``; ``stack`` in its results.json: the members' run ids) is published
-    with its whole stack: each other member is named too or already in ``results_dir``, so that the reference
-    store never names a run it lacks (a stale member's rerun command is the stack's, read from its members). A
-    one-line UserError naming the missing members and the command that publishes the stack whole."""
+    """A member of a stack (``bench --seeds`` or a sweep's stack; ``stack`` in its results.json: the members' run
+    ids) is published with its whole stack: each other member is named too or already in ``results_dir``, so that
+    the reference store never names a run it lacks (a stale member's rerun command is the stack's, read from its
+    members). A one-line UserError naming the missing members and the command that publishes the stack whole."""
     named = {str(results.get("run_id")) for _, results in checked}
     for _, results in checked:
         stack = results.get("stack")
@@ -150,7 +150,7 @@ def check_whole_stacks(checked: list[tuple[Run, dict]], results_dir: Path) -> No
                    and not any(results_dir.glob(f"*/*/{member}/results.json"))]
         if missing:
             members = f"member{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
-            raise UserError(f"{results.get('run_id')} trained in a stack of {len(stack)} (--seeds); its {members} "
+            raise UserError(f"{results.get('run_id')} trained in a stack of {len(stack)}; its {members} "
                             f"{'is' if len(missing) == 1 else 'are'} neither named here nor in {results_dir}: "
                             f"publish the stack whole (harness publish {' '.join(map(str, stack))})")
 

@@ -7,11 +7,14 @@ its figures compared, so that a claim "this run reproduces" can be traced like a
      "budget": "2 epochs without the cap", "command": "harness bench ...",
      "stored_on": {"processor": "AMD EPYC", ...}, "now_on": {"processor": "AMD EPYC", "cpu_id": ..., ...},
      "cpu": "same", "figures": 8, "equal": 8, "largest": null, "differing": {},
-     "training_s": 30.2, "code": {"commit": "...", "dirty": false}}
+     "training_s": 30.2, "code": {"commit": "...", "dirty": false, "files": {"tasks/babi/task.py": "...", ...}}}
 
 ``cpu`` is how the two machines compare (:func:`harness.reproduce.cpu_relation`): ``same`` kind (family, model
 and vector kernels recorded by both and equal), ``other`` kind, or ``name`` (the same processor name, the stored run
-recording no model). ``largest``: the differing figure furthest apart, relative to the stored value.
+recording no model). ``largest``: the differing figure furthest apart, relative to the stored value. ``code.files``:
+the digest of each source file the run trained again under (checks from before 30 November 2026 lack it); a bit for
+bit check under edited files is the evidence that carries the reference runs over the edit
+(:mod:`harness.code_changes`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
+from harness.provenance import recorded_files
 from harness.runs import atomic_write_text
 
 FILE = "reproductions.json"
@@ -44,7 +48,8 @@ def check_record(run_id: str, budget: str, command: str, figures: list[Any], sto
             "largest": None if largest is None else {"figure": largest.name, "stored": largest.stored,
                                                      "now": largest.now, "relative": largest.relative},
             "differing": {figure.name: [figure.stored, figure.now] for figure in differing},
-            "training_s": now.get("wall_time_s"), "code": {key: code.get(key) for key in ("commit", "dirty")}}
+            "training_s": now.get("wall_time_s"),
+            "code": {**{key: code.get(key) for key in ("commit", "dirty")}, "files": recorded_files(now)}}
 
 
 def load(results_dir: Path) -> list[dict[str, Any]]:

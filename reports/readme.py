@@ -28,6 +28,7 @@ from reports.papers import PaperSpec, TableSpec, load_papers
 from reports.perf import speed_section
 from reports.readme_cells import mean_of, mean_sd, metric_values, minutes, run_ids
 from reports.readme_world import STREAM_TASKS, world_setting, world_state_section
+from reports.reproduced import carried_section
 from reports.reproduced import section as reproduced_section
 from reports.settings import differences
 from reports.store import (
@@ -728,11 +729,15 @@ def render(results_dir: Path = RESULTS_DIR, papers_dir: Path = PAPERS_DIR) -> st
             lines += [*generator, ""]
     if reproduced := reproduced_section(results_dir):
         lines += [*reproduced, ""]
+    if carried := carried_section(results_dir, runs):
+        lines += [*carried, ""]
     if speed := speed_section(results_dir):
         lines += [*speed, ""]
     stale = sum(run.is_stale for run in runs)
+    carried = sum(bool(run.carried) for run in runs)
     lines.append(f"{len(runs)} reference runs in `results/`" + (f"; {stale} stale (their code changed since)"
-                                                                   if stale else "; none stale") + ".")
+                                                                   if stale else "; none stale")
+                 + (f"; {carried} carried over edits shown to compute nothing differently" if carried else "") + ".")
     return "\n".join(lines).strip()
 
 

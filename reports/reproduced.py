@@ -52,3 +52,39 @@ def section(results_dir: Path) -> list[str]:
             f"machines were of one kind (family, model and vector kernels). Stored in `results/{FILE}`.", "",
             *table(["run", "trained on", "trained again on", "CPU", "budget", "figures equal",
                     "furthest apart", "checked"], rows)]
+
+
+def _evidence(item: str | dict[str, Any]) -> str:
+    if isinstance(item, dict):
+        return f"probe `{item.get('probe')}` (the same output before and after: `{(item.get('output') or ['?'])[0]}`)"
+    return f"`{item}`"
+
+
+def carried_section(results_dir: Path, runs: list[Any]) -> list[str]:
+    """The edits the reference runs are carried over (:mod:`harness.code_changes`), one row each: what it did, its
+    files, the runs it carries and the checks that show it ([] when none is recorded)."""
+    from harness.code_changes import FILE as CHANGES
+    from harness.code_changes import load_changes, problems
+    from harness.provenance import recorded_files
+
+    changes = load_changes(results_dir)
+    if not changes:
+        return []
+    checks = load(results_dir)
+    rows = []
+    for change in changes:
+        carried = sum(any(recorded_files(run.results).get(rel) == before for rel, (before, _) in change.files.items())
+                      for run in runs)
+        shown = problems(change, results_dir, checks)
+        rows.append([change.what, ", ".join(f"`{rel}`" for rel in sorted(change.files)), str(carried),
+                     ", ".join(_evidence(item) for item in change.evidence),
+                     "yes" if not shown else "no: " + "; ".join(shown)])
+    return ["### Code changes the reference runs are carried over (`harness carry`)", "",
+            "Edits to files that reference runs imported, each shown to compute nothing differently: its evidence "
+            "runs, trained before the edit, were trained again after it and every figure came back bit for bit "
+            "(the Reproduced table), or, for code RL runs use (which cannot be trained again bit for bit), a probe "
+            "that fingerprints what the code computes gave the same output on the code before and after the edit. "
+            "A run such an edit carries is not stale; its page names the edit. Stored in "
+            f"`results/{CHANGES}`.", "",
+            *table(["edit", "files", "runs it carries", "evidence: reproduced bit for bit after the edit, or probed",
+                    "evidence holds"], rows)]

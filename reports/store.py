@@ -60,6 +60,7 @@ class RunRecord:
     fingerprint: str = ""
     origin: str = YOURS
     stale: list[str] = field(default_factory=list)  # source files changed since the run (harness.provenance)
+    carried: list[str] = field(default_factory=list)  # "file: what" of each edit since it is carried over
     rollout: pd.DataFrame | None = None  # stepwise runs: step, acc, <group>/acc of the long-horizon rollout
     pictures: list[str] = field(default_factory=list)  # stepwise runs: "pictures/step_<t>.png" found, in step order
 
@@ -480,7 +481,8 @@ def load_store(runs_dir: Path, origin: str = YOURS) -> list[RunRecord]:
 def load_stores(stores: list[tuple[Path, str]]) -> list[RunRecord]:
     """The runs of several stores (the reference store ``results/`` and the user's ``runs/``), each marked with
     its origin and whether its code is stale, with page names unique across the stores."""
-    from harness.provenance import stale_run_files
+    from harness.code_changes import carried_over
+    from harness.provenance import recorded_files, stale_run_files
 
     runs: list[RunRecord] = []
     for root, origin in stores:
@@ -491,8 +493,9 @@ def load_stores(stores: list[tuple[Path, str]]) -> list[RunRecord]:
             run.origin = origin
             try:
                 run.stale = stale_run_files(run.results)
+                run.carried = [f"{rel} ({change.what})" for rel, change in carried_over(recorded_files(run.results))]
             except (OSError, ValueError, TypeError):
-                run.stale = []
+                run.stale, run.carried = [], []
             runs.append(run)
     used: set[str] = set()
     for run in runs:

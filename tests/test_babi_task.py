@@ -38,6 +38,9 @@ def test_reader_builds_one_sample_per_question(tmp_path):
         ("1 Mary moved.\n3 Where is Mary?\tb\t1\n", ":2: line id 3 out of sequence"),
         ("1 Mary moved.\n2 Where is Mary?\t\t1\n", ":2: a question line needs"),
         ("1 Mary moved.\n", "no question lines"),
+        ("1 Mary moved.\n2 Where is Mary?\tb\t2\n", ":2: supporting fact '2' is not the id of an earlier line"),
+        ("1 Mary moved.\n2 Where is Mary?\tb\t1 x\n", ":2: supporting fact 'x'"),
+        ("1 Mary moved.\n\n2 Where is Mary?\tb\t1\n", ":2: a blank line"),
     ],
 )
 def test_malformed_files_fail_with_file_and_line(tmp_path, text, where):
@@ -98,8 +101,29 @@ def test_generator_used_when_no_files(monkeypatch, tmp_path):
     assert "cached" in again.source
     assert (again.train.tensors["story"] == data.train.tensors["story"]).all()
     assert BabiTask(task_cfg(babi_id=19)).load().source.startswith("generator: bAbI task 19")  # all 20 tasks
-    with pytest.raises(UserError, match="no en-10k files"):
+    with pytest.raises(UserError, match="no en-10k folder under .*`harness data fetch babi`"):
         BabiTask(task_cfg(source="files")).load()
+
+
+def test_a_missing_task_file_is_named(monkeypatch, tmp_path):
+    """task.source=files with the folder there but not the task's file names the file, not the folder."""
+    folder = tmp_path / "babi" / "en-10k"
+    folder.mkdir(parents=True)
+    (folder / "qa1_single-supporting-fact_test.txt").write_text("1 Mary moved.\n2 Where is Mary?\tb\t1\n")
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
+    with pytest.raises(UserError, match=r"en-10k has no qa2_\*_test.txt; `harness data fetch babi`"):
+        BabiTask(task_cfg(babi_id=2, source="files")).load()
+    with pytest.raises(UserError, match=r"en-10k has no qa1_\*_train.txt \(nor has .*en\)"):
+        BabiTask(task_cfg(babi_id=1, source="files")).load()
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(UserError, match=r"qa2_\*_test.txt; .* or drop files from task.test_on"):
+        BabiTask(task_cfg(babi_id=2, source="generator", test_on=["files"])).describe_data()
+
+
+def test_blank_lines_at_the_end_are_harmless(tmp_path):
+    path = tmp_path / "qa1_x_train.txt"
+    path.write_text("1 Mary moved.\n2 Where is Mary?\tb\t1\n\n\n")
+    assert len(read_samples(path)) == 1
 
 
 def test_official_layouts_are_found(tmp_path, monkeypatch):

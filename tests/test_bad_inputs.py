@@ -290,7 +290,7 @@ MISTAKES: list[Mistake] = [
     # where data and runs live ---------------------------------------------------------------------------
     Mistake("HARNESS_DATA_DIR names no folder", BABI, "HARNESS_DATA_DIR={tmp}/nowhere is not a folder",
             environ(HARNESS_DATA_DIR="{tmp}/nowhere")),
-    Mistake("task.source=files with no files", (*BABI, "task.source=files"), "bAbI task 1: no en-10k files under",
+    Mistake("task.source=files with no files", (*BABI, "task.source=files"), "bAbI task 1: no en-10k folder under",
             environ(HARNESS_DATA_DIR="{tmp}")),
     Mistake("a bAbI task that does not exist, no files", (*BABI, "task.babi_id=21"),
             "bad value for 'task.babi_id' (command line): 21 is not one of 1..20, all",

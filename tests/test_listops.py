@@ -253,3 +253,13 @@ def test_listops_trains_and_tests_at_the_smoke_profile(model: str, env: dict[str
     assert main(["bench", "--task", "listops", "--model", model, "--profile", "smoke"]) == 0
     results = json.loads((only_run(Path(env["HARNESS_RUNS_DIR"])) / "results.json").read_text())
     assert results["status"] == "completed" and 0.0 <= results["metrics"]["test/acc"] <= 1.0
+
+
+def test_a_folder_with_some_of_lras_files_names_the_missing_ones(tmp_path, monkeypatch):
+    folder = tmp_path / "listops"
+    folder.mkdir()
+    for name in ("basic_train.tsv", "basic_val.tsv"):
+        (folder / name).write_text("Source\tTarget\n")
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
+    with pytest.raises(UserError, match=r"has basic_train.tsv, basic_val.tsv but not basic_test.tsv"):
+        ListOpsTask(task_cfg(source="files")).describe_data()

@@ -195,3 +195,22 @@ def test_smoke_run(env: dict[str, str]) -> None:
     result = run_cli(["bench", "--task", "pathfinder", "--model", "mlp1", "--profile", "smoke"], env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "test/acc" in result.stdout + result.stderr
+
+
+def test_missing_files_say_what_helps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No level folder: training on files is told to use the generator; testing on them to drop them."""
+    from types import SimpleNamespace
+
+    from tasks.pathfinder.task import PathfinderTask
+
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+
+    def task(source: str, test_on: list[str]) -> PathfinderTask:
+        return PathfinderTask(SimpleNamespace(task=_Cfg(source=source, difficulty="hard", n_train=5, n_val=5,
+                                                        n_test=5, generator_seed=0, test_on=test_on)))
+
+    with pytest.raises(UserError, match="use task.source=generator or get LRA's release"):
+        task("files", []).describe_data()
+    with pytest.raises(UserError, match="drop files from task.test_on or get LRA's release"):
+        task("generator", ["files"]).describe_data()

@@ -63,9 +63,10 @@ import importlib
 import os
 import pathlib
 import random
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+from harness.runs import atomic_write
 
 GENERATOR_VERSION = 1  # bump when the same (task, seed, counts) would give other files: cached data and run ids move
 SUPPORTED_TASKS: dict[int, str] = {
@@ -335,23 +336,13 @@ def _split_seed(seed: int, babi_id: int, split: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def _write_atomically(path: pathlib.Path, lines: Sequence[str]) -> None:
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write("".join(lines).encode("ascii"))
-        os.replace(tmp_name, path)
-    except BaseException:
-        pathlib.Path(tmp_name).unlink(missing_ok=True)
-        raise
-
-
 def write_dataset(
     out_dir: str | os.PathLike[str], babi_id: int, seed: int, n_train: int = 10000, n_test: int = 1000
 ) -> dict[str, pathlib.Path]:
     """Writes the train and test files (official names) into ``out_dir``, each atomically (temporary file
-    then ``os.replace``), and returns ``{"train": path, "test": path}``. Train and test are drawn from
-    different seeds derived from ``seed``, so they are independent; same arguments -> identical bytes.
+    then ``os.replace``, with the mode this process's umask gives a new file), and returns
+    ``{"train": path, "test": path}``. Train and test are drawn from different seeds derived from ``seed``, so
+    they are independent; same arguments -> identical bytes.
     """
     _check_task(babi_id)
     directory = pathlib.Path(out_dir)
@@ -360,6 +351,7 @@ def write_dataset(
     for split, n_questions in (("train", n_train), ("test", n_test)):
         lines = generate_stories(babi_id, n_questions, _split_seed(seed, babi_id, split))
         path = directory / file_name(babi_id, split)
-        _write_atomically(path, lines)
+        text = "".join(lines).encode("ascii")
+        atomic_write(path, lambda handle, text=text: handle.write(text))
         paths[split] = path
     return paths

@@ -2,8 +2,9 @@
 
 Format (Weston et al. 2015): ``ID text`` lines, each ending with a newline; a question line is
 ``ID question<TAB>answer<TAB>supporting ids``; the ID returning to 1 starts a new story. A question mark
-outside a tab-separated question line (its tabs lost) and a file cut mid-line are format errors, never
-silently a statement or a shorter file. Every question
+outside a tab-separated question line (its tabs lost), a file cut mid-line, a blank line before the file's end and a
+supporting-fact id that is not an earlier line of the story are format errors, never silently a statement or a
+shorter file. Every question
 yields one sample whose story is all the statements before it in its story (questions are not part
 of the story), as the TPR-RNN reference reader does (ischlag/TPR-RNN, preprocessor/reader.py, ``parse_stories``).
 
@@ -35,6 +36,15 @@ class Sample:
     story_id: int  # index of the story in its file (keeps a story's questions together when splitting)
 
 
+def check_supports(field: str, line_id: int, where: str) -> None:
+    """The supporting-fact ids of the question on line ``line_id``: space-separated ids of earlier lines of its
+    story (none is accepted: the reader does not use them). Anything else is a DataFormatError naming ``where``."""
+    for support in field.split():
+        if not support.isdigit() or not 1 <= int(support) < line_id:
+            raise DataFormatError(f"{where}: supporting fact {support!r} is not the id of an earlier line of the "
+                                  f"story (1..{line_id - 1})")
+
+
 def read_samples(path: Path) -> list[Sample]:
     """All samples of one file; a malformed line raises DataFormatError naming the file and line."""
     samples: list[Sample] = []
@@ -49,9 +59,11 @@ def read_samples(path: Path) -> list[Sample]:
         raise DataFormatError(f"{path}: the file ends in the middle of line {text.count(chr(10)) + 1} "
                               "(cut short? every bAbI line ends with a newline)")
     lines = text.splitlines()
+    while lines and not lines[-1].strip():  # blank lines at the end of the file are harmless
+        lines.pop()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
-            continue
+            raise DataFormatError(f"{path}:{lineno}: a blank line (bAbI files have none: a line lost its text?)")
         head, _, text = line.partition(" ")
         if not head.isdigit() or not text.strip():
             raise DataFormatError(f"{path}:{lineno}: expected 'ID text', got {line[:60]!r}")
@@ -65,6 +77,7 @@ def read_samples(path: Path) -> list[Sample]:
             fields = text.split("\t")
             if len(fields) < 2 or not fields[1].strip():
                 raise DataFormatError(f"{path}:{lineno}: a question line needs 'question<TAB>answer<TAB>supports'")
+            check_supports(fields[2] if len(fields) > 2 else "", line_id, f"{path}:{lineno}")
             samples.append(Sample(tuple(story), tuple(tokenize(fields[0])), fields[1].strip().lower(), story_id))
         elif "?" in text:  # bAbI statements never ask: a question whose tabs were lost (e.g. turned into spaces)
             raise DataFormatError(f"{path}:{lineno}: a question without its tab-separated answer "

@@ -133,8 +133,7 @@ class BabiTask:
         if source == "files":
             found = self._official_files()
             if found is None:
-                raise UserError(f"bAbI task {self.babi_id}: no {self.cfg.data_set} files under {data_dir()} "
-                                f"({data_dir_label()}); expected e.g. {data_dir()}/babi/{self.cfg.data_set}/")
+                raise UserError(self._missing_files(testing=self.resolve_source() != "files"))
             files, label = found
             return label, {data_relative(path): file_digest(path) for path in sorted(set(files.values()))}, {}
         return f"generator: bAbI task {self.babi_id}", {}, self._generator_params()
@@ -168,9 +167,28 @@ class BabiTask:
             if found is not None:
                 return found
             if self.cfg.source == "files":
-                raise UserError(f"bAbI task {self.babi_id}: no {self.cfg.data_set} files under {data_dir()} "
-                                f"({data_dir_label()}); expected e.g. {data_dir()}/babi/{self.cfg.data_set}/")
+                raise UserError(self._missing_files(testing=False))
         return self._generated_files()
+
+    def _missing_files(self, testing: bool) -> str:
+        """Why no official files were found, for training on them or (``testing``) for ``task.test_on``: the data
+        folder's first bAbI folder and the file it lacks, or where the folder was expected; and what helps."""
+        name = f"qa{self.babi_id}_*"
+        for folder in candidate_folders(data_dir(), self.cfg.data_set):
+            if not folder.is_dir():
+                continue
+            if find_split_file(folder, self.babi_id, "test") is None:
+                missing = f"{name}_test.txt"
+            else:
+                missing = f"{name}_train.txt (nor has {shown_path(folder.parent / 'en')})"
+            where = f"{shown_path(folder)} has no {missing}"
+            break
+        else:
+            where = (f"no {self.cfg.data_set} folder under {data_dir()} ({data_dir_label()}); expected e.g. "
+                     f"{data_dir()}/babi/{self.cfg.data_set}/")
+        instead = "drop files from task.test_on" if testing else "task.source=generator trains on generated ones"
+        return (f"bAbI task {self.babi_id}: {where}; `harness data fetch babi` downloads the official files, or "
+                f"{instead}")
 
     # building the tensors ----------------------------------------------------------------------
     def _split_train(self, samples: list[Sample]) -> tuple[list[Sample], list[Sample]]:

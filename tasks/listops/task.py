@@ -80,6 +80,12 @@ class ListOpsTask:
 
     def _missing_lra(self) -> UserError:
         folder = data_dir() / "listops"
+        for candidate in candidate_folders(data_dir()):
+            present = [name for name in LRA_FILES.values() if (candidate / name).is_file()]
+            if present:  # a folder with some of the three: name what it lacks
+                missing = [name for name in LRA_FILES.values() if name not in present]
+                return UserError(f"ListOps: {shown_path(candidate)} has {', '.join(present)} but not "
+                                 f"{', '.join(missing)} ({data_dir_label()}); LRA's release has all three")
         note = ""
         if self.original_file() is not None:
             note = (f"; {ORIGINAL_TEST} (the original ListOps test split) is a test set only: train on the "

@@ -76,8 +76,10 @@ class PathfinderTask:
         folder = self.level_folder()
         if folder is None:
             where = ", ".join(shown_path(r) for r in candidate_roots(data_dir()))
+            instead = ("use task.source=generator" if self.resolve_source() == "files"
+                       else "drop files from task.test_on")
             raise UserError(f"Pathfinder: no pathfinder32/{LEVEL_FOLDERS[self.difficulty]}/metadata under {where} "
-                            f"({data_dir_label()}); use task.source=generator or get LRA's release")
+                            f"({data_dir_label()}); {instead} or get LRA's release")
         return folder
 
     def resolve_source(self) -> str:
@@ -141,7 +143,7 @@ class PathfinderTask:
         splits = {name: {"images": level.images[cut], "labels": level.labels[cut]}
                   for name, cut in lra_split(n).items()}
         label = (f"files: LRA Pathfinder-32 {self.difficulty} {shown_path(folder)}, {n} images cut 80/10/10 in "
-                 f"metadata order ({level.empty} empty images left out)")
+                 f"metadata order ({level.empty} empty image{'' if level.empty == 1 else 's'} left out)")
         return splits, label, {"images": level.images, "labels": level.labels}
 
     def load(self) -> TaskData:
