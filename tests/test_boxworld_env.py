@@ -85,6 +85,35 @@ def test_config_forms_and_errors() -> None:
         BoxWorldEnv(n=6)  # the default 4-box path and 4 distractors need a larger room
 
 
+@pytest.mark.parametrize(("env", "settings", "error", "words"), [
+    (BoxWorldEnv, {"n": 30, "solution_length": 20, "num_distractors": 0}, ValueError, "solution_length must be <= 19"),
+    (BoxWorldEnv, {"num_distractors": -2}, ValueError, "num_distractors must be >= 0"),
+    (BoxWorldEnv, {"num_backward": [-1, 1]}, ValueError, "num_backward must be >= 0"),
+    (BoxWorldEnv, {"n": 6.5}, TypeError, "n must be an int, got 6.5"),
+    (BoxWorldEnv, {"distractor_length": 1.5}, TypeError, "distractor_length must be an int"),
+    (BridgeBoxWorldEnv, {"multi_lock": "no"}, TypeError, "multi_lock must be true or false, got 'no'"),
+    (BridgeBoxWorldEnv, {"max_sol_length": (1, 3)}, TypeError, "max_sol_length must be an int"),
+    (BridgeBoxWorldEnv, {"bridge_prob": "x"}, TypeError, "bridge_prob must be a number"),
+    (BridgeBoxWorldEnv, {"horizon": 50, "episode_horizon": 60}, ValueError, "name one setting"),
+])
+def test_settings_that_cannot_work_are_refused_at_construction(env: type, settings: dict, error: type,
+                                                               words: str) -> None:
+    """Each of these drew a wrong level (a black key at solution length 20), failed later with an unrelated
+    TypeError or IndexError, or was silently read otherwise (multi_lock 'no' as true, the second horizon ignored)."""
+    with pytest.raises(error, match=words):
+        env(settings)
+    assert BoxWorldEnv(n=30, solution_length=19, num_distractors=0).reset(seed=0)  # the longest path that fits
+
+
+@pytest.mark.parametrize("action", [1.5, True, "1"])
+def test_an_action_that_is_not_an_int_is_refused(action: object) -> None:
+    for env in (BoxWorldEnv(), BridgeBoxWorldEnv()):
+        env.reset(seed=0)
+        with pytest.raises((ValueError, TypeError), match="action must be an int 0..3"):
+            env.step(action)
+        assert env.step(np.int64(2))[0].shape == env.observation_space.shape  # numpy ints, as RLlib passes
+
+
 # ---------------------------------------------------------------------------------------------------- seeding
 
 

@@ -185,3 +185,20 @@ def test_the_boxworld_probe_covers_the_shipped_rl_settings() -> None:
     probed = {(task, json.dumps(env, sort_keys=True)) for task, env in SETTINGS}
     assert shipped and shipped <= probed
     assert probe(steps=30, boards=4) == probe(steps=30, boards=4) != probe(steps=31, boards=4)
+
+
+def test_the_shipped_probes_still_give_their_recorded_output() -> None:
+    """A probe record whose files are still as recorded gives the recorded output when run again now."""
+    from harness.code_changes import load_changes, run_probe
+
+    ran = 0
+    for change in load_changes(PROJECT_ROOT / "results"):
+        for item in change.evidence:
+            if not isinstance(item, dict) or any(
+                    source_digest(PROJECT_ROOT / rel) != after for rel, (_, after) in item["files"].items()
+                    if (PROJECT_ROOT / rel).is_file()):
+                continue
+            assert run_probe(item["probe"], PROJECT_ROOT)["output"] == item["output"][1], change.what
+            ran += 1
+    assert ran or not any(isinstance(item, dict) for change in load_changes(PROJECT_ROOT / "results")
+                          for item in change.evidence)

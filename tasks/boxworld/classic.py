@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -67,8 +68,8 @@ class BoxWorldEnv(BoxWorldBase):
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Apply one move (pycolab rules above)."""
-        if not 0 <= action <= 3:
-            raise ValueError(f"action must be 0..3, got {action!r}")
+        if isinstance(action, bool) or not isinstance(action, Integral) or not 0 <= action <= 3:
+            raise ValueError(f"action must be an int 0..3, got {action!r}")
         p = self._pos
         t = self._moves[4 * p + action]
         cells = self._cells

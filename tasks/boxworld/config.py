@@ -33,6 +33,20 @@ def as_range(value: int | IntRange | list[int], name: str) -> IntRange:
     return lo, hi
 
 
+def as_int(value: Any, name: str) -> int:
+    """An int setting (a bool or a float is a mistake, not a number of cells or boxes)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    return value
+
+
+def as_bool(value: Any, name: str) -> bool:
+    """A yes/no setting (a string such as 'no' would read as true)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
 def as_horizon(value: int | None) -> int | None:
     """``None`` and ``-1`` mean no horizon; otherwise a positive number of steps."""
     if value is None or value == -1:
@@ -80,10 +94,17 @@ class BoxWorldConfig(_FromMapping):
         object.__setattr__(self, "num_distractors", as_range(self.num_distractors, "num_distractors"))
         object.__setattr__(self, "num_backward", as_range(self.num_backward, "num_backward"))
         object.__setattr__(self, "horizon", as_horizon(self.horizon))
+        for name in ("n", "distractor_length"):
+            as_int(getattr(self, name), name)
+        for name in ("num_distractors", "num_backward"):
+            if getattr(self, name)[0] < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.n < 6:
             raise ValueError(f"n must be >= 6 (room for the gem box and the loose key), got {self.n}")
         if sol[0] < 1:
             raise ValueError(f"solution_length must be >= 1, got {sol}")
+        if sol[1] > MAX_COLOUR - 1:  # the path's keys take colours 1..L of the 19 a level can draw
+            raise ValueError(f"solution_length must be <= {MAX_COLOUR - 1} (one key colour per box), got {sol}")
         # pycolab draws distractor colours from {L+1, ..., 19}; a chain needs two of them (content != lock)
         spare = MAX_COLOUR - 1 - sol[1]
         needed = 2 if self.distractor_length > 1 else 1
@@ -117,9 +138,19 @@ class BridgeBoxWorldConfig(_FromMapping):
     seed: int | None = None
 
     def __post_init__(self) -> None:
+        for name in ("num_rows", "num_cols", "min_sol_length", "max_sol_length", "max_decoy_paths",
+                     "max_decoy_length"):
+            as_int(getattr(self, name), name)
+        for name in ("multi_lock", "has_bridge"):
+            as_bool(getattr(self, name), name)
+        if isinstance(self.bridge_prob, bool) or not isinstance(self.bridge_prob, int | float):
+            raise TypeError(f"bridge_prob must be a number in [0, 1], got {self.bridge_prob!r}")
         horizon = as_horizon(self.horizon)
+        other = as_horizon(self.episode_horizon)
+        if horizon is not None and other is not None and horizon != other:
+            raise ValueError(f"horizon ({horizon}) and episode_horizon ({other}) name one setting; give one of them")
         if horizon is None:
-            horizon = as_horizon(self.episode_horizon)
+            horizon = other
         object.__setattr__(self, "horizon", horizon)
         object.__setattr__(self, "episode_horizon", horizon)
         if self.num_rows < 3 or self.num_cols < 4:
