@@ -202,11 +202,16 @@ class StackedTrainer:
         self.policy = LearningRatePolicy(cfg.optim)
         self.device = training_device()
         self.stack = StackedClassifier([model.to(self.device) for model in models])
-        self.optimizer = build_optimizer(self.stack.parameters(), cfg.optim)
+        self.optimizer = self._shared_optimizer()
         self.active = list(members)  # members[i] is the stack's member i while training
         self.epoch, self.step = 0, 0
         for member in members:
             member.view = _view(member, cfg)
+
+    def _shared_optimizer(self) -> Optimizer:
+        """The one optimiser over the stacked parameters, which is K optimisers while the members share their
+        ``optim`` settings (a trainer that gives each member its own replaces this)."""
+        return build_optimizer(self.stack.parameters(), self.cfg.optim)
 
     # checkpoints ------------------------------------------------------------------------------
     def _checkpoint(self, member: Member, index: int) -> dict[str, Any]:
@@ -284,11 +289,17 @@ class StackedTrainer:
             clip_per_member(self.stack.parameters(), float(self.cfg.optim.grad_clip))
         self.optimizer.step()
         self.step += 1
+        self._record_step(loss, acc, [lr] * len(self.active), batch, batch_idx)
+
+    def _record_step(self, loss: torch.Tensor, acc: torch.Tensor, lrs: list[float], batch: dict[str, torch.Tensor],
+                     batch_idx: int) -> None:
+        """After a step: each member's loss [K], accuracy [K] and learning rate to its recorder (as Lightning's
+        ``on_train_batch_end``), and the members whose loss diverged dropped from the stack."""
         diverged = []
         for index, member in enumerate(self.active):
             view = member.view
             view.global_step, view.last_train_step = self.step, (loss[index].detach(), acc[index].detach())
-            view.optimizers[0].param_groups[0]["lr"] = lr
+            view.optimizers[0].param_groups[0]["lr"] = lrs[index]
             try:
                 member.recorder.on_train_batch_end(view, view, None, {TARGET: batch[TARGET][index]},  # type: ignore[arg-type]
                                                    batch_idx)
@@ -308,8 +319,7 @@ class StackedTrainer:
         """Validation and, per member, its curve row, its stopping rules and its checkpoints (in the solo runner's
         order: recorder, StopAtTarget, EarlyStopping, then ModelCheckpoint)."""
         train_cfg = self.train_cfg
-        val_loss, val_acc = evaluate(self.stack, self.data.val, int(train_cfg.eval_batch_size),
-                                     train_cfg.limit_eval_batches)
+        val_loss, val_acc = self._validate()
         monitor, mode = str(train_cfg.monitor), str(train_cfg.monitor_mode)
         keep = []
         for index, member in enumerate(self.active):
@@ -317,19 +327,27 @@ class StackedTrainer:
             view.global_step, view.current_epoch = self.step, self.epoch
             view.callback_metrics = {"val/loss": val_loss[index], "val/acc": val_acc[index]}
             member.recorder.on_validation_end(view, view)  # type: ignore[arg-type]
-            value = float(view.callback_metrics[monitor])
-            self._stopping_rules(member, value, monitor, mode)
-            checkpoint = self._checkpoint(member, index)
-            score = value if not math.isnan(value) else (-math.inf if mode == "max" else math.inf)  # as ModelCheckpoint
-            if _improved(score, member.best, mode):
-                member.best = score
-                checkpoint["harness"]["stacked"]["best"] = score
-                AtomicCheckpointIO().save_checkpoint(checkpoint, member.run.best_checkpoint)
-            AtomicCheckpointIO().save_checkpoint(checkpoint, member.run.last_checkpoint)
+            self._save(member, index, float(view.callback_metrics[monitor]), monitor, mode)
             if not member.stopped:
                 keep.append(index)
         if len(keep) < len(self.active):
             self._drop(keep)
+
+    def _validate(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The active members' validation loss [K] and accuracy [K], all on the task's validation set."""
+        return evaluate(self.stack, self.data.val, int(self.train_cfg.eval_batch_size),
+                        self.train_cfg.limit_eval_batches)
+
+    def _save(self, member: Member, index: int, value: float, monitor: str, mode: str) -> None:
+        """A member's stopping rules, then ``best.ckpt`` (when the monitor improved) and ``last.ckpt``."""
+        self._stopping_rules(member, value, monitor, mode)
+        checkpoint = self._checkpoint(member, index)
+        score = value if not math.isnan(value) else (-math.inf if mode == "max" else math.inf)  # as ModelCheckpoint
+        if _improved(score, member.best, mode):
+            member.best = score
+            checkpoint["harness"]["stacked"]["best"] = score
+            AtomicCheckpointIO().save_checkpoint(checkpoint, member.run.best_checkpoint)
+        AtomicCheckpointIO().save_checkpoint(checkpoint, member.run.last_checkpoint)
 
     def _stopping_rules(self, member: Member, value: float, monitor: str, mode: str) -> None:
         """``train.stop_at`` (StopAtTarget) and ``train.early_stop_patience`` (EarlyStopping) for one member."""

@@ -35,14 +35,12 @@ from harness.runners.stacked import (
     Member,
     StackedTrainer,
     WeightedMean,
-    _improved,
     _inputs,
     _stack_batch,
     _to,
     limited,
 )
 from harness.runners.stacked_model import StackedClassifier, member_losses
-from harness.runners.supervised import AtomicCheckpointIO
 
 
 class MemberSplits:
@@ -138,34 +136,7 @@ class MixedStackedTrainer(StackedTrainer):
         self.val_sets = {id(member): data.val for member, data in zip(members, datas, strict=True)}
         super().__init__(cfg, replace(datas[0], train=train), members, models)  # type: ignore[arg-type]
 
-    def _end_epoch(self) -> None:
-        """:meth:`StackedTrainer._end_epoch` with each member validated on its own validation set: its curve row,
-        its stopping rules and its checkpoints, in the solo runner's order. The per-member part repeats the base
-        trainer's rather than being factored out of :mod:`harness.runners.stacked`: a change to that file would mark
-        every run it trained stale (``harness runs --stale``)."""
-        train_cfg = self.train_cfg
-        val_loss, val_acc = evaluate_members(self.stack, [self.val_sets[id(m)] for m in self.active],
-                                             int(train_cfg.eval_batch_size), train_cfg.limit_eval_batches)
-        monitor, mode = str(train_cfg.monitor), str(train_cfg.monitor_mode)
-        keep = []
-        for index, member in enumerate(self.active):
-            view = member.view
-            view.global_step, view.current_epoch = self.step, self.epoch
-            view.callback_metrics = {"val/loss": val_loss[index], "val/acc": val_acc[index]}
-            member.recorder.on_validation_end(view, view)  # type: ignore[arg-type]
-            self._save(member, index, float(view.callback_metrics[monitor]), monitor, mode)
-            if not member.stopped:
-                keep.append(index)
-        if len(keep) < len(self.active):
-            self._drop(keep)
-
-    def _save(self, member: Member, index: int, value: float, monitor: str, mode: str) -> None:
-        """A member's stopping rules, then ``best.ckpt`` (when the monitor improved) and ``last.ckpt``."""
-        self._stopping_rules(member, value, monitor, mode)
-        checkpoint = self._checkpoint(member, index)
-        score = value if not math.isnan(value) else (-math.inf if mode == "max" else math.inf)  # as ModelCheckpoint
-        if _improved(score, member.best, mode):
-            member.best = score
-            checkpoint["harness"]["stacked"]["best"] = score
-            AtomicCheckpointIO().save_checkpoint(checkpoint, member.run.best_checkpoint)
-        AtomicCheckpointIO().save_checkpoint(checkpoint, member.run.last_checkpoint)
+    def _validate(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each active member's validation loss and accuracy on its own validation set."""
+        return evaluate_members(self.stack, [self.val_sets[id(m)] for m in self.active],
+                                int(self.train_cfg.eval_batch_size), self.train_cfg.limit_eval_batches)

@@ -31,7 +31,6 @@ from torch import nn
 from torch.optim import Optimizer
 
 from harness.data import TARGET, TaskData
-from harness.errors import DivergedError
 from harness.optim import LearningRatePolicy, build_optimizer
 from harness.runners.stacked import Member, _cpu, _inputs
 from harness.runners.stacked_data import MixedStackedTrainer
@@ -60,8 +59,8 @@ def step_member(optimizer: Optimizer, params: Sequence[torch.Tensor], index: int
 
 
 class _Unused:
-    """Holds the shared optimiser's place in the base trainer, which this trainer never steps: nothing to save
-    or load."""
+    """Holds the shared optimiser's place in the base trainer (this trainer builds none): nothing to save, load or
+    step."""
 
     param_groups: list[dict[str, Any]] = []
 
@@ -78,9 +77,11 @@ class OptimStackedTrainer(MixedStackedTrainer):
     def __init__(self, cfg: DictConfig, datas: Sequence[TaskData], members: list[Member],
                  models: list[nn.Module]) -> None:
         super().__init__(cfg, datas, members, models)
-        self.optimizer = _Unused()  # type: ignore[assignment]
         self.optimizers = self._optimizers(members)
         self.policies = [LearningRatePolicy(member.cfg.optim) for member in members]
+
+    def _shared_optimizer(self) -> Optimizer:
+        return _Unused()  # type: ignore[return-value]
 
     def _optimizers(self, members: list[Member]) -> list[Optimizer]:
         return [build_optimizer(member_views(self.stack, k), member.cfg.optim) for k, member in enumerate(members)]
@@ -98,10 +99,7 @@ class OptimStackedTrainer(MixedStackedTrainer):
             policy.load_state_dict(checkpoint["harness"].get("lr_policy", {}))
 
     def _train_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
-        """The base trainer's step, each member with its own learning rate, clipping and optimiser. Its bookkeeping
-        (each member's logged step, divergence) repeats the base trainer's rather than being factored out of
-        :mod:`harness.runners.stacked`: a change to that file would mark every run it trained stale
-        (``harness runs --stale``)."""
+        """The base trainer's step, each member with its own learning rate, clipping and optimiser."""
         lrs = [policy.lr_at(self.step) for policy in self.policies]
         for optimizer, lr in zip(self.optimizers, lrs, strict=True):
             for group in optimizer.param_groups:
@@ -114,19 +112,7 @@ class OptimStackedTrainer(MixedStackedTrainer):
         for k, (optimizer, member) in enumerate(zip(self.optimizers, self.active, strict=True)):
             step_member(optimizer, params, k, member.cfg.optim.grad_clip)
         self.step += 1
-        diverged = []
-        for index, member in enumerate(self.active):
-            view = member.view
-            view.global_step, view.last_train_step = self.step, (loss[index].detach(), acc[index].detach())
-            view.optimizers[0].param_groups[0]["lr"] = lrs[index]
-            try:
-                member.recorder.on_train_batch_end(view, view, None, {TARGET: batch[TARGET][index]},  # type: ignore[arg-type]
-                                                   batch_idx)
-            except DivergedError as exc:
-                member.error = exc
-                diverged.append(index)
-        if diverged:
-            self._drop([i for i in range(len(self.active)) if i not in diverged])
+        self._record_step(loss, acc, lrs, batch, batch_idx)
 
     def _drop(self, keep: list[int]) -> None:
         """Carry on with the members at positions ``keep`` only, each with its optimiser's state and policy."""
