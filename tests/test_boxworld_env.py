@@ -320,3 +320,14 @@ def test_gym_make_by_id_in_a_fresh_process() -> None:
         "assert obs.shape == (3, 7, 10, 3) and vec.metadata['autoreset_mode'].value == 'NextStep'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=Path(__file__).resolve().parents[1])
+
+
+def test_a_level_of_the_other_variant_is_refused() -> None:
+    classic, bridge = BoxWorldEnv(n=6, solution_length=1, num_distractors=0), BridgeBoxWorldEnv()
+    bridge_board = bridge.reset(seed=0) and bridge.level
+    with pytest.raises(ValueError, match="must be a Level with classic rules"):
+        classic.reset(options={"level": bridge_board})
+    with pytest.raises(ValueError, match="must be a Level with bridge rules"):
+        bridge.reset(options={"level": classic.reset(seed=0) and classic.level})
+    with pytest.raises(ValueError, match="must be a Level with bridge rules .* got 'str'"):
+        bridge.reset(options={"level": "level 1"})

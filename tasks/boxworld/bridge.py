@@ -43,6 +43,8 @@ LockEntry = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], bool]
 class BridgeBoxWorldEnv(BoxWorldBase):
     """Bridge BoxWorld; keyword arguments (or one mapping) as in :class:`BridgeBoxWorldConfig`."""
 
+    rules = "bridge"
+
     def __init__(self, config: Mapping[str, Any] | None = None, render_mode: str | None = None, **kwargs: Any):
         self.config = cfg = BridgeBoxWorldConfig.build(config, **kwargs)
         super().__init__(cfg.num_rows, cfg.num_cols + 1, cfg.seed, render_mode)

@@ -40,6 +40,8 @@ NO_KEY = -1
 class BoxWorldEnv(BoxWorldBase):
     """Original BoxWorld; keyword arguments (or one mapping) as in :class:`BoxWorldConfig`."""
 
+    rules = "classic"
+
     def __init__(self, config: Mapping[str, Any] | None = None, render_mode: str | None = None, **kwargs: Any):
         self.config = BoxWorldConfig.build(config, **kwargs)
         check_fits(self.config)

@@ -25,6 +25,7 @@ class BoxWorldBase(gym.Env):
     """Observation uint8 [height, width, 3]; Discrete(4) actions; subclasses generate levels and step."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+    rules = ""  # the rules of the levels it plays (Level.rules): "classic" or "bridge"
 
     def __init__(self, height: int, width: int, seed: int | None, render_mode: str | None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -52,6 +53,10 @@ class BoxWorldBase(gym.Env):
         level = (options or {}).get("level")
         if level is None:
             level = self._generate(self.np_random)
+        elif not isinstance(level, Level) or level.rules != self.rules:
+            raise ValueError(f"options['level'] must be a Level with {self.rules} rules (e.g. from "
+                             f"{'classic_level' if self.rules == 'classic' else 'bridge_level'}), got "
+                             f"{getattr(level, 'rules', type(level).__name__)!r}")
         elif level.height != self._obs.shape[0] or level.width != self._obs.shape[1]:
             raise ValueError(f"level is {level.height} x {level.width}, the env is {self._obs.shape[:2]}")
         self.level = level
