@@ -407,7 +407,7 @@ def curve_damage(path: Path) -> str | None:
 
 GONE = "running (its process is gone: killed?)"  # a listed run whose process on this host has ended
 LEADING_COLUMNS = ("run_id", "task", "model", "setting", "variant", "config", "profile", "seed", "status", "stale",
-                   "error", "steps",
+                   "carried_over", "error", "steps",
                    "max_steps", "epochs", "max_epochs", "wall_time_s", "max_time_s", "stopped_by", "sweep", "stack",
                    "run_dir")
 """The fields every exported run record starts with (:func:`run_records`); its held-out metrics follow, sorted."""
@@ -521,6 +521,8 @@ def exported_metrics(run: RunRecord) -> dict[str, float | None]:
 
 
 def _record(run: RunRecord, stale_files: list[str]) -> dict[str, Any]:
+    from harness.code_changes import carried_over
+    from harness.provenance import recorded_files
     from harness.runners.tune import SWEEP_TAG
     from reports.readme import setting
     from reports.store import cfg_get
@@ -543,6 +545,8 @@ def _record(run: RunRecord, stale_files: list[str]) -> dict[str, Any]:
         "config": run.fingerprint or None,
         "profile": None if run.profile is None else str(run.profile), "seed": _number(run.seed),
         "status": GONE if run.gone else str(results.get("status") or run.status), "stale": bool(stale_files),
+        "carried_over": "; ".join(sorted({change.what for _, change in carried_over(recorded_files(results))}))
+        or None,
         "error": None if results.get("error") is None else str(results["error"]),
         "steps": _number(reached.get("steps", results.get("steps"))),
         "max_steps": _number(cfg_get(run.config, planned_steps)) if planned_steps else None,
