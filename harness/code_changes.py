@@ -19,9 +19,10 @@ A change carries a run whose digest of a file was *before* to *after* only while
 * the evidence run recorded that file at *before* (it was trained before the change);
 * every file of the change was imported by at least one evidence run.
 
-Code that RL runs use cannot be shown so (an RL run is not trained again bit for bit): a *probe* stands in for a run
-there, a module whose ``probe()`` returns a fingerprint of what the code computes (``tasks/boxworld/probe.py``: the
-envs stepped with fixed seeds and actions). ``harness carry --probe MODULE`` runs it on ``--base``'s code (unpacked
+Where no run can be trained again so (an RL run is not deterministic; a shipped stack trained for an hour), a
+*probe* stands in for a run: a module whose ``probe()`` returns a fingerprint of what the code computes
+(``tasks/boxworld/probe.py``: the envs stepped with fixed seeds and actions; ``harness/runners/stacked_probe.py``:
+three small stacks trained). ``harness carry --probe MODULE`` runs it on ``--base``'s code (unpacked
 from git) and on the working tree and records ``{"probe": MODULE, "output": [before, after], "files": {path:
 [before, after]}}`` (the digests of the files it imported in each); the record holds when the two outputs are equal
 and the probe imported the changed files at the change's digests.
