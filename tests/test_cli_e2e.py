@@ -244,3 +244,13 @@ def test_data_command_generates_all_twenty_tasks_by_default(env, tmp_path):
     assert len(trains) == 20 and len(list(tmp_path.glob("qa*_test.txt"))) == 20
     for path in trains:
         assert sum("\t" in line for line in path.read_text().splitlines()) == 12, path.name
+
+
+def test_a_run_stopped_by_its_time_cap_says_so(env, capsys):
+    """Lightning's own notice is silenced with its logs; the runner says the cap ended training (and only then)."""
+    assert main(["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "train.max_time_s=0.5",
+                 "train.max_epochs=100"]) == 0
+    out = capsys.readouterr().out
+    assert "train.max_time_s=0.5 reached: training stopped after step" in out
+    assert main(["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "--seed", "1"]) == 0
+    assert "reached: training stopped" not in capsys.readouterr().out

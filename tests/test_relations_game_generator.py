@@ -306,5 +306,9 @@ def test_load_mini_errors(tmp_path: Path) -> None:
     with pytest.raises(DataFormatError, match=r"count.npz: 'tasks' should have shape \(4, 1\)"):
         load_mini(tmp_path / "count.npz")
     (tmp_path / "junk.npz").write_bytes(b"not an archive")
-    with pytest.raises(DataFormatError, match="junk.npz: not a readable .npz archive"):
+    with pytest.raises(DataFormatError, match="junk.npz: not an .npz archive .*; it starts with b'not an'") as info:
         load_mini(tmp_path / "junk.npz")
+    assert "allow_pickle" not in str(info.value)  # numpy's hint, which would not help
+    (tmp_path / "cut.npz").write_bytes(b"PK\x03\x04 cut short")
+    with pytest.raises(DataFormatError, match="cut.npz: not a readable .npz archive"):
+        load_mini(tmp_path / "cut.npz")

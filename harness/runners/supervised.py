@@ -21,7 +21,7 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
-from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint, TQDMProgressBar
+from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint, Timer, TQDMProgressBar
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from omegaconf import DictConfig
 from torch import nn
@@ -186,6 +186,17 @@ def fit_stopped_early(checkpoint: Path) -> bool:
     return bool(load_checkpoint(checkpoint).get("harness", {}).get("fit_stopped", False))
 
 
+def _say_if_capped(trainer: pl.Trainer, max_time_s: Any) -> None:
+    """One line when ``train.max_time_s`` ended training (Lightning's own notice is silenced with its logs): how far
+    a capped run trains depends on the machine's speed."""
+    timer = next((callback for callback in trainer.callbacks if isinstance(callback, Timer)), None)
+    remaining = timer.time_remaining() if timer is not None else None
+    if remaining is not None and remaining <= 0:
+        print(f"train.max_time_s={max_time_s} reached: training stopped after step {trainer.global_step} (how far a "
+              "capped run trains depends on the machine; `harness reproduce` trains it again to the epochs of its "
+              "tested checkpoint)", flush=True)
+
+
 def train_and_test(cfg: DictConfig, data: TaskData, model: nn.Module, run: Run, tracker: Any) -> dict[str, Any]:
     """Fit with validation each epoch, then test the best checkpoint. Returns the run's summary."""
     _quiet_lightning()
@@ -239,6 +250,7 @@ def train_and_test(cfg: DictConfig, data: TaskData, model: nn.Module, run: Run, 
     if resume is None or not fit_stopped_early(resume):
         trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader,
                     ckpt_path=str(resume) if resume else None)
+        _say_if_capped(trainer, train_cfg.max_time_s)
     else:
         print("training had already finished; testing the best checkpoint", flush=True)
     best = intact_checkpoint(run, ("best", "last"))

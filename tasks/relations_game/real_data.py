@@ -80,6 +80,11 @@ def load_mini(path: str | Path) -> dict[str, np.ndarray]:
     path = Path(path)
     if not path.is_file():
         raise MissingDataError(f"{path}: Relations Game data file not found")
+    with path.open("rb") as handle:
+        head = handle.read(6)
+    if not head.startswith((b"PK", b"\x93NUMPY")):  # neither a zip of arrays nor one array (numpy would suggest
+        # allow_pickle, which would not help)
+        raise DataFormatError(f"{path}: not an .npz archive (a zip of .npy arrays); it starts with {head!r}")
     try:
         archive = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
