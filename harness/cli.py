@@ -332,6 +332,16 @@ def _headline(metrics: dict) -> str:
     return "  ".join(f"{k}={v:.4f}" for k, v in shown if isinstance(v, int | float))
 
 
+def _carried_note(rows: list[dict]) -> str:
+    """How many of the listed runs recorded edits carry over (harness carry), for the "none is stale" line."""
+    from harness.code_changes import carried_over
+    from harness.provenance import recorded_files
+
+    carried = sum(bool(carried_over(recorded_files(row))) for row in rows if row.get("status") == "completed")
+    return (f" ({carried} carried over edits shown to compute nothing differently: `harness runs --format csv`, "
+            "column carried_over)") if carried else ""
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     from harness.runs import GONE, listed_status, select_runs
 
@@ -345,6 +355,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     rows, stale, everything = listing.rows, listing.stale, listing.everything
     none_listed = ("no runs found" if not (args.imports or args.stale) else
                    f"none of the {everything} runs {'imported ' + ', '.join(watched) if args.imports else 'is stale'}")
+    if args.stale and not rows:
+        none_listed += _carried_note(select_runs(args.runs_dir, reference=args.reference, task=args.task,
+                                                 model=args.model).rows)
     if exporting:
         from harness.runs import run_records
 

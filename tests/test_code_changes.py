@@ -202,3 +202,11 @@ def test_the_shipped_probes_still_give_their_recorded_output() -> None:
             ran += 1
     assert ran or not any(isinstance(item, dict) for change in load_changes(PROJECT_ROOT / "results")
                           for item in change.evidence)
+
+
+def test_runs_stale_counts_the_runs_carried_over(capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    assert main(["runs", "--reference", "--stale"]) == 0
+    out = capsys.readouterr().out
+    assert "runs is stale (" in out and "carried over edits shown to compute nothing differently" in out
