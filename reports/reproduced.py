@@ -82,8 +82,9 @@ def carried_section(results_dir: Path, runs: list[Any]) -> list[str]:
     return ["### Code changes the reference runs are carried over (`harness carry`)", "",
             "Edits to files that reference runs imported, each shown to compute nothing differently: its evidence "
             "runs, trained before the edit, were trained again after it and every figure came back bit for bit "
-            "(the Reproduced table), or, for code RL runs use (which cannot be trained again bit for bit), a probe "
-            "that fingerprints what the code computes gave the same output on the code before and after the edit. "
+            "(the Reproduced table), or, where no run can be trained again so (RL runs; stacks that trained for an "
+            "hour), a probe that fingerprints what the code computes gave the same output on the code before and "
+            "after the edit. "
             "A run such an edit carries is not stale; its page names the edit. Stored in "
             f"`results/{CHANGES}`.", "",
             *table(["edit", "files", "runs it carries", "evidence: reproduced bit for bit after the edit, or probed",
