@@ -316,7 +316,7 @@ MISTAKES: list[Mistake] = [
     Mistake("bAbI malformed validation file (en-valid-10k)", (*BABI, "task.data_set=en-valid-10k"),
             "qa1_valid.txt:2: line id 3 out of sequence", valid_10k(OUT_OF_SEQUENCE)),
     # malformed Relations Game mini sets -----------------------------------------------------------------
-    Mistake("npz that is not a zip", BETWEEN, f"{MINI_BETWEEN}: not a readable .npz archive",
+    Mistake("npz that is not a zip", BETWEEN, f"{MINI_BETWEEN}: not an .npz archive (a zip of .npy arrays)",
             mini_file(lambda path: path.write_text("hello\n"))),
     Mistake("npz cut short", BETWEEN, f"{MINI_BETWEEN}: not a readable .npz archive", mini_file(truncated_npz)),
     Mistake("npz with a single array (.npy)", BETWEEN, "a single .npy array, expected an .npz archive",
