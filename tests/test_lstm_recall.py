@@ -158,12 +158,6 @@ def test_bad_config_is_a_user_error(bad):
         make(**bad)
 
 
-def test_a_first_recall_step_past_the_length_is_refused():
-    with pytest.raises(UserError, match="'task.first_recall_step': 11 is past task.length \\(10\\)"):
-        make(length=10, first_recall_step=11)
-    make(length=10, first_recall_step=10)  # only the forced RECALL: allowed
-
-
 def test_the_sequence_length_follows_task_length_unless_given() -> None:
     from harness.config import compose
 

@@ -71,10 +71,6 @@ class Settings:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise UserError(f"bad value for 'task.{key}': {value!r}; an int >= {low}")
-        if self.first_recall_step > self.length:
-            raise UserError(f"bad value for 'task.first_recall_step': {self.first_recall_step} is past task.length "
-                            f"({self.length}), so only the forced RECALL at step {self.length} would recall; at most "
-                            f"{self.length}")
         for key in ("recall_prob", "reminder_noise"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
