@@ -17,12 +17,15 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness import PROJECT_ROOT
 from harness.errors import INTERRUPTED, SweepStopped, UserError, did_you_mean
 from harness.fetch_catalogue import CATALOGUE
 from harness.registry import REGISTRY
+
+if TYPE_CHECKING:
+    from harness.runs import Listing
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -332,12 +335,10 @@ def _headline(metrics: dict) -> str:
     return "  ".join(f"{k}={v:.4f}" for k, v in shown if isinstance(v, int | float))
 
 
-def _carried_note(rows: list[dict]) -> str:
-    """How many of the listed runs recorded edits carry over (harness carry), for the "none is stale" line."""
-    from harness.code_changes import carried_over
-    from harness.provenance import recorded_files
-
-    carried = sum(bool(carried_over(recorded_files(row))) for row in rows if row.get("status") == "completed")
+def _carried_note(listing: Listing) -> str:
+    """How many of the runs considered are carried over recorded edits (harness carry), for the "none is stale"
+    line."""
+    carried = sum(bool(listing.carried[row["path"]]) for row in listing.considered if row.get("status") == "completed")
     return (f" ({carried} carried over edits shown to compute nothing differently: `harness runs --format csv`, "
             "column carried_over)") if carried else ""
 
@@ -356,8 +357,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     none_listed = ("no runs found" if not (args.imports or args.stale) else
                    f"none of the {everything} runs {'imported ' + ', '.join(watched) if args.imports else 'is stale'}")
     if args.stale and not rows:
-        none_listed += _carried_note(select_runs(args.runs_dir, reference=args.reference, task=args.task,
-                                                 model=args.model).rows)
+        none_listed += _carried_note(listing)
     if exporting:
         from harness.runs import run_records
 

@@ -37,12 +37,8 @@ Nothing here computes a run's numbers (it is left out of the code record: :data:
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
-import sys
-import tarfile
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -209,56 +205,6 @@ def git_digest(rel: str, base: str, root: Path) -> str:
     return text_digest(shown.stdout)
 
 
-# Runs a probe in the project tree given as argv[2]: the probe's output and the digests of the computing files it
-# imported, as one JSON line. The tree's own packages must be the ones imported (not an installed copy).
-PROBE_CHILD = """
-import importlib, json, sys
-from pathlib import Path
-root = Path(sys.argv[2]).resolve()
-sys.path.insert(0, str(root))
-import harness
-if Path(harness.__file__).resolve().parent.parent != root:
-    sys.exit(f"the probe imported harness from {harness.__file__}, not from {root}")
-output = importlib.import_module(sys.argv[1]).probe()
-from harness.provenance import code_files
-print(json.dumps({"output": output, "files": code_files(root)}))
-"""
-CODE_FOLDERS = ("harness", "tasks", "models")
-
-
-def run_probe(module: str, root: Path) -> dict[str, Any]:
-    """``module.probe()``'s output in the project tree at ``root``, and the computing files it imported there."""
-    done = subprocess.run([sys.executable, "-c", PROBE_CHILD, module, str(root)], cwd=root, capture_output=True,
-                          text=True, check=False)
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        why = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UserError(f"probe {module} failed in {root}: {why}")
-    return json.loads(lines[-1])
-
-
-def run_probe_at(module: str, base: str, root: Path) -> dict[str, Any]:
-    """:func:`run_probe` on git revision ``base``'s code (its harness, tasks and models, unpacked in a temporary
-    folder that is removed afterwards)."""
-    folders = [folder for folder in CODE_FOLDERS if (root / folder).is_dir()]
-    archive = subprocess.run(["git", "archive", "--format=tar", base, *folders], cwd=root, capture_output=True,
-                             check=False)
-    if archive.returncode != 0:
-        raise UserError(f"git archive {base}: {archive.stderr.decode(errors='replace').strip()}")
-    with tempfile.TemporaryDirectory(prefix="harness-carry-") as folder:
-        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-            tar.extractall(folder, filter="data")
-        return run_probe(module, Path(folder))
-
-
-def probe_record(module: str, base: str, root: Path) -> dict[str, Any]:
-    """The evidence of a probe: its output on ``base``'s code and on the working tree's, and each file it imported
-    in both, ``{"probe": module, "output": [before, after], "files": {rel: [before, after]}}``."""
-    before, after = run_probe_at(module, base, root), run_probe(module, root)
-    files = {rel: [before["files"].get(rel, ""), digest] for rel, digest in after["files"].items()}
-    return {"probe": module, "output": [before["output"], after["output"]], "files": files}
-
-
 def record_change(files: list[str], what: str, evidence: list[str], base: str = "HEAD",
                   root: Path = PROJECT_ROOT, probes: list[str] | None = None) -> Path:
     """Add a change to ``root``'s results/code_changes.json: each file's digest in ``base`` and in the working
@@ -283,6 +229,8 @@ def record_change(files: list[str], what: str, evidence: list[str], base: str = 
             raise UserError(f"{rel}: computes the same in {base} and in the working tree (only comments, docstrings "
                             "or layout changed): nothing to carry")
         pairs[rel] = (before, after)
+    from harness.code_probes import probe_record
+
     records = [probe_record(module, base, root) for module in probes or []]
     change = Change(what=what.strip(), files=pairs, evidence=(*evidence, *records))
     results_dir = root / RESULTS
@@ -309,14 +257,6 @@ def check_all(root: Path = PROJECT_ROOT) -> list[str]:
 def carried_over(recorded: dict[str, str], root: Path = PROJECT_ROOT) -> list[tuple[str, Change]]:
     """The (file, change) pairs that carry a run's ``recorded`` digests to the checkout's: the edits it is not stale
     over. Empty when nothing it imported changed (or when something changed that no change carries)."""
-    from harness.provenance import NOT_COMPUTING, source_digest
+    from harness.provenance import code_status
 
-    pairs = []
-    for rel, digest in sorted(recorded.items()):
-        path = root / rel
-        if rel in NOT_COMPUTING or not path.is_file():
-            continue
-        reached, through = carried(rel, digest, root)
-        if through and reached == source_digest(path):
-            pairs += [(rel, change) for change in through]
-    return pairs
+    return code_status(recorded, root).carried

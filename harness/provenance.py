@@ -26,11 +26,15 @@ import platform
 import socket
 import subprocess
 import sys
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import PROJECT_ROOT
+
+if TYPE_CHECKING:
+    from harness.code_changes import Change
 
 CODE_PACKAGES = ("harness", "tasks", "models")
 NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "harness/registry.py",
@@ -42,7 +46,7 @@ NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "ha
                  "harness/rerun.py", "harness/interfaces.py", "harness/runners/predictions.py",
                  "tasks/relations_game/data_checks.py", "tasks/babi/examples.py",
                  "harness/vector_math.py", "harness/fetch_catalogue.py", "harness/fetch.py", "harness/fetch_http.py",
-                 "harness/code_changes.py", "harness/reproductions.py")
+                 "harness/code_changes.py", "harness/code_probes.py", "harness/reproductions.py")
 PACKAGES = ("torch", "lightning", "omegaconf", "numpy", "ray", "gymnasium", "wandb")
 
 
@@ -219,7 +223,7 @@ def recorded_files(results: dict[str, Any]) -> dict[str, str]:
 def stale_run_files(results: dict[str, Any]) -> list[str]:
     """The source files that computed a completed run (its results.json as ``results``) and have changed in this
     checkout since: the run is stale when there are any."""
-    return stale_files(recorded_files(results)) if results.get("status") == "completed" else []
+    return run_code_status(results).stale
 
 
 def stale_files(recorded: dict[str, str] | None, root: Path = PROJECT_ROOT) -> list[str]:
@@ -227,18 +231,46 @@ def stale_files(recorded: dict[str, str] | None, root: Path = PROJECT_ROOT) -> l
     run's code is the checkout's, or when the run recorded none (then nothing can be said). A file edited since is
     not counted where recorded changes shown to compute nothing differently carry its digest to the checkout's
     (:mod:`harness.code_changes`)."""
+    return code_status(recorded, root).stale
+
+
+@dataclass(frozen=True)
+class CodeStatus:
+    """How a run's recorded source files stand against the checkout (:func:`code_status`)."""
+
+    stale: list[str]  # files changed since (``path (removed)`` for one gone) that no recorded change carries
+    carried: list[tuple[str, Change]]  # (file, change): the recorded edits that carry a file to the checkout's
+
+
+def code_status(recorded: dict[str, str] | None, root: Path = PROJECT_ROOT) -> CodeStatus:
+    """:func:`stale_files` and :func:`harness.code_changes.carried_over` in one pass, each file read once (a report
+    or a listing asks both of every run)."""
     from harness.code_changes import carried
 
-    changed = []
+    stale: list[str] = []
+    carried_pairs: list[tuple[str, Change]] = []
     for rel, digest in sorted((recorded or {}).items()):
         if rel in NOT_COMPUTING:
             continue
         path = root / rel
-        if not path.exists():
-            changed.append(f"{rel} (removed)")
-        elif (current := source_digest(path)) != digest and carried(rel, digest, root)[0] != current:
-            changed.append(rel)
-    return changed
+        if not path.is_file():
+            stale.append(f"{rel} (removed)")
+            continue
+        current = source_digest(path)
+        if current == digest:
+            continue
+        reached, through = carried(rel, digest, root)
+        if reached == current:
+            carried_pairs += [(rel, change) for change in through]
+        else:
+            stale.append(rel)
+    return CodeStatus(stale=stale, carried=carried_pairs)
+
+
+def run_code_status(results: dict[str, Any]) -> CodeStatus:
+    """:func:`code_status` of a run (its results.json as ``results``); only a completed run can be stale."""
+    status = code_status(recorded_files(results))
+    return status if results.get("status") == "completed" else CodeStatus(stale=[], carried=status.carried)
 
 
 def file_digest(path: Path) -> str:

@@ -427,7 +427,13 @@ class Listing:
     store: Path  # the run store they were read from
     rows: list[dict[str, Any]]  # their index() rows, sorted by path
     stale: dict[str, list[str]]  # by run directory (a row's "path"): the source files changed since; [] if none
-    everything: int  # the store's runs of the task and model asked for, before --stale and --imports
+    carried: dict[str, list[tuple[str, Any]]]  # by run directory: the recorded edits it is carried over (file, change)
+    considered: list[dict[str, Any]]  # the store's runs of the task and model asked for, before --stale and --imports
+
+    @property
+    def everything(self) -> int:
+        """How many runs --stale and --imports chose from."""
+        return len(self.considered)
 
 
 def select_runs(runs_dir: str | Path | None = None, *, reference: bool = False, task: str | None = None,
@@ -437,7 +443,7 @@ def select_runs(runs_dir: str | Path | None = None, *, reference: bool = False, 
     ``stale`` only the stale ones; with ``imports`` (project-relative source paths) only those that imported one of
     them. A mistake is a one-line UserError: a store named at a folder inside a store, a task or model name that
     neither the registry nor any stored run knows. A store that does not exist holds no runs."""
-    from harness.provenance import stale_run_files
+    from harness.provenance import run_code_status
 
     if reference:
         from harness.publish import RESULTS_DIR
@@ -451,15 +457,17 @@ def select_runs(runs_dir: str | Path | None = None, *, reference: bool = False, 
     check_listed_name("model", model, stored)
     rows = [row for row in stored
             if (not task or row.get("task") == task) and (not model or row.get("model") == model)]
-    changed = {row["path"]: stale_run_files(row) for row in rows}
-    everything = len(rows)
+    statuses = {row["path"]: run_code_status(row) for row in rows}
+    changed = {path: status.stale for path, status in statuses.items()}
+    considered = rows
     if imports:
         from harness.rerun import imported
 
         rows = [row for row in rows if imported(row, list(imports))]
     if stale:
         rows = [row for row in rows if changed[row["path"]]]
-    return Listing(store=store, rows=rows, stale=changed, everything=everything)
+    return Listing(store=store, rows=rows, stale=changed, considered=considered,
+                   carried={path: status.carried for path, status in statuses.items()})
 
 
 def check_listed_name(what: str, name: str | None, stored: list[dict[str, Any]]) -> None:
@@ -504,7 +512,8 @@ def run_records(listing: Listing) -> list[dict[str, Any]]:
 
     runs = [load_run(Path(row["path"]) / "results.json", listing.store) for row in listing.rows]
     assign_variants(runs)
-    records = [_record(run, listing.stale.get(row["path"], [])) for run, row in zip(runs, listing.rows, strict=True)]
+    records = [_record(run, listing.stale.get(row["path"], []), listing.carried.get(row["path"], []))
+               for run, row in zip(runs, listing.rows, strict=True)]
     metrics = sorted({key for record in records for key in record["metrics"]}, key=natural_key)
     return [{**{key: record[key] for key in LEADING_COLUMNS}, **{key: record["metrics"].get(key) for key in metrics}}
             for record in records]
@@ -520,9 +529,7 @@ def exported_metrics(run: RunRecord) -> dict[str, float | None]:
     return {name: run.metric(name) for name in names}
 
 
-def _record(run: RunRecord, stale_files: list[str]) -> dict[str, Any]:
-    from harness.code_changes import carried_over
-    from harness.provenance import recorded_files
+def _record(run: RunRecord, stale_files: list[str], carried: list[tuple[str, Any]]) -> dict[str, Any]:
     from harness.runners.tune import SWEEP_TAG
     from reports.readme import setting
     from reports.store import cfg_get
@@ -545,8 +552,7 @@ def _record(run: RunRecord, stale_files: list[str]) -> dict[str, Any]:
         "config": run.fingerprint or None,
         "profile": None if run.profile is None else str(run.profile), "seed": _number(run.seed),
         "status": GONE if run.gone else str(results.get("status") or run.status), "stale": bool(stale_files),
-        "carried_over": "; ".join(sorted({change.what for _, change in carried_over(recorded_files(results))}))
-        or None,
+        "carried_over": "; ".join(sorted({change.what for _, change in carried})) or None,
         "error": None if results.get("error") is None else str(results["error"]),
         "steps": _number(reached.get("steps", results.get("steps"))),
         "max_steps": _number(cfg_get(run.config, planned_steps)) if planned_steps else None,

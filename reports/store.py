@@ -481,8 +481,7 @@ def load_store(runs_dir: Path, origin: str = YOURS) -> list[RunRecord]:
 def load_stores(stores: list[tuple[Path, str]]) -> list[RunRecord]:
     """The runs of several stores (the reference store ``results/`` and the user's ``runs/``), each marked with
     its origin and whether its code is stale, with page names unique across the stores."""
-    from harness.code_changes import carried_over
-    from harness.provenance import recorded_files, stale_run_files
+    from harness.provenance import run_code_status
 
     runs: list[RunRecord] = []
     for root, origin in stores:
@@ -492,8 +491,9 @@ def load_stores(stores: list[tuple[Path, str]]) -> list[RunRecord]:
             run = load_run(path, root)
             run.origin = origin
             try:
-                run.stale = stale_run_files(run.results)
-                run.carried = [f"{rel} ({change.what})" for rel, change in carried_over(recorded_files(run.results))]
+                status = run_code_status(run.results)
+                run.stale = status.stale
+                run.carried = [f"{rel} ({change.what})" for rel, change in status.carried]
             except (OSError, ValueError, TypeError):
                 run.stale, run.carried = [], []
             runs.append(run)

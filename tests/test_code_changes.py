@@ -189,7 +189,8 @@ def test_the_boxworld_probe_covers_the_shipped_rl_settings() -> None:
 
 def test_the_shipped_probes_still_give_their_recorded_output() -> None:
     """A probe record whose files are still as recorded gives the recorded output when run again now."""
-    from harness.code_changes import load_changes, run_probe
+    from harness.code_changes import load_changes
+    from harness.code_probes import run_probe
 
     ran = 0
     for change in load_changes(PROJECT_ROOT / "results"):
