@@ -200,11 +200,40 @@ def _project_file(module: Any, root: Path) -> str | None:
     return rel.as_posix()
 
 
+# What each imported project file held when this process first digested it, by path: the importing module's spec
+# (a reload replaces it) and the digest. A file edited on disk while a run trains keeps the digest of the code the
+# process loaded, not the edit's: :func:`snapshot_code` takes it early, :func:`code_files` reuses it.
+_LOADED: dict[Path, tuple[Any, str]] = {}
+
+
+def _imported_files(root: Path) -> dict[str, Any]:
+    """``{relative path: module}`` of the computing project files this process has imported."""
+    return {rel: module for module in list(sys.modules.values()) if (rel := _project_file(module, root))}
+
+
 def code_files(root: Path = PROJECT_ROOT) -> dict[str, str]:
     """``{relative path: digest}`` of every project source file this process has imported that can change a
-    run's numbers (see the module docstring)."""
-    files = {rel for module in list(sys.modules.values()) if (rel := _project_file(module, root))}
-    return {rel: source_digest(root / rel) for rel in sorted(files)}
+    run's numbers (see the module docstring), each as it was when first digested here (:func:`snapshot_code`)."""
+    files = {}
+    for rel, module in sorted(_imported_files(root).items()):
+        path, spec = (root / rel).resolve(), getattr(module, "__spec__", None)
+        seen = _LOADED.get(path)
+        if seen is None or seen[0] is not spec:
+            seen = _LOADED[path] = (spec, source_digest(path))
+        files[rel] = seen[1]
+    return files
+
+
+def snapshot_code(root: Path = PROJECT_ROOT) -> None:
+    """Digest the project files imported so far, as they are now (a run calls it before training): an edit made
+    while the run trains then does not pass for the code it ran."""
+    code_files(root)
+
+
+def edited_since_loaded(root: Path = PROJECT_ROOT) -> list[str]:
+    """The imported project files whose text on disk no longer computes what this process loaded from them."""
+    loaded = code_files(root)
+    return [rel for rel, digest in loaded.items() if not (root / rel).is_file() or source_digest(root / rel) != digest]
 
 
 def fingerprint(items: dict[str, str]) -> str:

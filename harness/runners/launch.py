@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -41,7 +42,14 @@ from harness.config import Composed
 from harness.errors import INTERRUPTED, DivergedError, UserError
 from harness.interfaces import check_task_data, named_splits
 from harness.paths import check_writable_folder
-from harness.provenance import attempt_record, code_files, fingerprint, stale_run_files
+from harness.provenance import (
+    attempt_record,
+    code_files,
+    edited_since_loaded,
+    fingerprint,
+    snapshot_code,
+    stale_run_files,
+)
 from harness.registry import load_entry
 from harness.runners.build import Prepared, build_before_start, prepare_task, train
 from harness.runs import (
@@ -711,10 +719,31 @@ def interrupted_after_completion(run: Run, composed: Composed) -> str:
             f"reports it){missing}")
 
 
+def runner_modules(composed: Composed) -> list[str]:
+    """The runner modules a run of ``composed``'s kind imports to train (:func:`_train`)."""
+    if composed.kind == "stepwise":
+        return ["harness.runners.stepwise", "harness.runners.stepwise_device"]
+    modules = ["harness.runners.supervised"]  # harness.runners.build.train imports it for every kind
+    if composed.kind == "rl":
+        modules.append("harness.runners.rl")
+    elif composed.cfg.protocol.name == "curriculum":
+        modules.append("harness.runners.curriculum")
+    return modules
+
+
+def snapshot_run_code(composed: Composed) -> None:
+    """Import the run's runners, then digest every project file loaded (:func:`harness.provenance.snapshot_code`):
+    the run records the code it loaded, also when a file is edited while it trains."""
+    for module in runner_modules(composed):
+        importlib.import_module(module)
+    snapshot_code()
+
+
 def _train(cfg: Any, composed: Composed, prepared: Prepared, run: Run, tracker: Tracker,
            results: dict[str, Any]) -> dict[str, Any]:
     """The runner of the run's kind: stepwise here (its runner is all of its computing; the model on the GPU when
     there is one, :mod:`harness.runners.stepwise_device`), the others through :func:`harness.runners.build.train`."""
+    snapshot_run_code(composed)
     if composed.kind != "stepwise":
         return train(cfg, composed, prepared, run, tracker, results)
     from harness.runners.build import _device_description
@@ -727,8 +756,13 @@ def _train(cfg: Any, composed: Composed, prepared: Prepared, run: Run, tracker: 
 
 
 def _finish(run: Run, results: dict[str, Any], wall_time_s: float) -> None:
-    """Close the attempt: its status, the code that ran (see harness.provenance), the times; then write."""
+    """Close the attempt: its status, the code that ran (see harness.provenance), the times; then write. A project
+    file edited on disk while the run trained is named: the run records the code it loaded, not the edit."""
     files = code_files()
+    edited = edited_since_loaded()
+    if edited:
+        print(f"{', '.join(edited)} changed on disk while the run trained: it records the code it loaded, so it reads "
+              "as stale against the edit (`harness runs --stale`)", file=sys.stderr, flush=True)
     code = {"fingerprint": fingerprint(files), "files": files}
     finished = now_iso()
     results.update(wall_time_s=wall_time_s, finished_at=finished, code=code)

@@ -40,6 +40,7 @@ from harness.data import EpochShuffleSampler
 from harness.errors import INTERRUPTED, DivergedError, UserError
 from harness.interfaces import check_task_data
 from harness.paths import check_writable_folder
+from harness.provenance import snapshot_code
 from harness.registry import load_entry
 from harness.runners.build import Prepared, _device_description, _model_error, prepare_task
 from harness.runners.launch import (
@@ -381,6 +382,7 @@ class StackLaunch:
         members of each dataset as a stack of their own)."""
         from harness.runners.supervised import intact_checkpoint, load_checkpoint, train_and_test
 
+        snapshot_code()  # the members record the code loaded now, also if a file is edited while they train
         cfg = members[0].cfg
         points = [_resume_point(m.run, int(cfg.train.max_epochs)) for m in members]
         summaries: dict[str, dict[str, Any]] = {}
@@ -396,6 +398,7 @@ class StackLaunch:
                 continue
             trainer = _trainer(cfg, [datas[i] for i in group], [members[i] for i in group],
                                [models[i] for i in group])
+            snapshot_code()  # and the stacked trainer's modules, now loaded
             if point:
                 trainer.resume([load_checkpoint(intact_checkpoint(members[i].run)) for i in group])  # type: ignore[arg-type]
                 print(f"resuming {len(group)} member(s) after epoch {point}", flush=True)
