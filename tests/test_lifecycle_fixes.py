@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from harness.cli import main
 from harness.errors import UserError
@@ -219,3 +220,13 @@ def test_a_missing_sweep_file_suggests_the_close_one_of_sweeps():
         sweep_file.load_sweep(Path("babi_smok"))
     with pytest.raises(UserError, match=r"the sweep files are sweeps/<name>.yaml"):
         sweep_file.load_sweep(Path("zzzz_qqqq"))
+
+
+def test_last_ckpt_follows_every_validation_not_only_a_new_best(env):
+    """A killed run resumes from its last validation: with a learning rate too small to move the validation accuracy,
+    best.ckpt stays at the first epoch while last.ckpt follows the third."""
+    assert main([*RELATIONS[:-1], "train.max_epochs=3", "optim.lr=1e-12"]) == 0
+    checkpoints = only_run(Path(env["HARNESS_RUNS_DIR"])) / "checkpoints"
+    best, last = (torch.load(checkpoints / name, weights_only=True) for name in ("best.ckpt", "last.ckpt"))
+    assert (best["epoch"], last["epoch"]) == (0, 2)
+    assert last["harness"]["fit_stopped"] is False  # max_epochs ended it, after the checkpoint

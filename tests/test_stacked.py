@@ -61,12 +61,12 @@ def test_a_stack_of_one_is_the_solo_run_bit_for_bit(stores: dict[str, Path]) -> 
     a, b = (json.loads((run / "results.json").read_text()) for run in (solo, one))
     assert a["metrics"] == b["metrics"] and a["best"] == b["best"] and a["steps"] == b["steps"] == 8
     assert b["stack"] == [one.name]
-    # best.ckpt holds the same tensors. (last.ckpt differs on purpose: Lightning 2.6 rewrites it only when the
-    # monitor improved, the stacked trainer at every validation.)
-    solo_state = torch.load(solo / "checkpoints" / "best.ckpt", weights_only=True)["state_dict"]
-    one_state = torch.load(one / "checkpoints" / "best.ckpt", weights_only=True)["state_dict"]
-    assert solo_state.keys() == one_state.keys()
-    assert all(torch.equal(solo_state[k], one_state[k]) for k in solo_state)
+    # best.ckpt and last.ckpt hold the same tensors (both trainers write last.ckpt after every validation)
+    for name in ("best.ckpt", "last.ckpt"):
+        solo_state = torch.load(solo / "checkpoints" / name, weights_only=True)["state_dict"]
+        one_state = torch.load(one / "checkpoints" / name, weights_only=True)["state_dict"]
+        assert solo_state.keys() == one_state.keys()
+        assert all(torch.equal(solo_state[k], one_state[k]) for k in solo_state), name
 
 
 def test_each_member_of_a_stack_follows_its_solo_run(stores: dict[str, Path]) -> None:

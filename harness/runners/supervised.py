@@ -2,11 +2,9 @@
 
 The model is a plain ``nn.Module`` that maps a batch's input tensors to class logits; this module wraps
 it with the loss, the metrics, the optimiser and the learning-rate policy. The run's progress is
-checkpointed whenever a validation improves the monitored metric (Lightning 2.6's ``save_last=True`` writes
-``last.ckpt`` only beside a new ``best.ckpt``), so the same command resumes an interrupted run from
-``checkpoints/last.ckpt`` and, because batch order depends only on (seed, epoch) and the RNG state is
-checkpointed, finishes with the same metrics as an uninterrupted run; the epochs since the last improvement are
-trained again.
+checkpointed after every validation (``checkpoints/last.ckpt``; ``best.ckpt`` when the monitored metric improved),
+so the same command resumes an interrupted run from the last validation and, because batch order depends only on
+(seed, epoch) and the RNG state is checkpointed, finishes with the same metrics as an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -164,6 +162,37 @@ def intact_checkpoint(run: Run, names: tuple[str, ...] = ("last", "best")) -> Pa
     return None
 
 
+class LastAfterEveryValidation(ModelCheckpoint):
+    """``ModelCheckpoint`` whose ``last.ckpt`` is written whenever a validation is ranked for ``best.ckpt``, improved
+    or not. Lightning 2.6's ``save_last=True`` writes it only beside a new ``best.ckpt``, so a killed run trained
+    again every epoch since its last improvement. Writing a checkpoint reads the state and changes none of it: the
+    run's numbers are the same."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._ranked_at = self._last_saved_at = -1  # the global steps of the last ranking and last.ckpt
+
+    def _save_topk_checkpoint(self, trainer: pl.Trainer, monitor_candidates: dict[str, torch.Tensor]) -> None:
+        super()._save_topk_checkpoint(trainer, monitor_candidates)
+        self._ranked_at = trainer.global_step
+
+    def _save_last_checkpoint(self, trainer: pl.Trainer, monitor_candidates: dict[str, torch.Tensor]) -> None:
+        super()._save_last_checkpoint(trainer, monitor_candidates)
+        self._last_saved_at = trainer.global_step
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        super().on_train_epoch_end(trainer, pl_module)
+        self._save_last_if_ranked(trainer)
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        super().on_validation_end(trainer, pl_module)
+        self._save_last_if_ranked(trainer)
+
+    def _save_last_if_ranked(self, trainer: pl.Trainer) -> None:
+        if self.save_last and self._ranked_at == trainer.global_step != self._last_saved_at:
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
+
+
 def _loader(dataset: TensorDictDataset, batch_size: int, sampler: EpochShuffleSampler | None = None) -> DataLoader:
     return DataLoader(dataset, batch_size=batch_size, sampler=sampler, shuffle=False, num_workers=0,
                       collate_fn=identity_collate)
@@ -205,7 +234,7 @@ def train_and_test(cfg: DictConfig, data: TaskData, model: nn.Module, run: Run, 
     module = SupervisedModule(model, cfg, test_names)
     recorder = RunRecorder(run, tracker, monitor=train_cfg.monitor, monitor_mode=train_cfg.monitor_mode,
                            max_epochs=train_cfg.max_epochs)
-    checkpoint = ModelCheckpoint(
+    checkpoint = LastAfterEveryValidation(
         dirpath=run.checkpoint_dir, filename="best", monitor=train_cfg.monitor, mode=train_cfg.monitor_mode,
         save_last=True, save_top_k=1, enable_version_counter=False, auto_insert_metric_name=False,
     )
