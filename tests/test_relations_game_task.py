@@ -76,6 +76,19 @@ def test_multi_task_ids_follow_the_vocabulary_and_data_is_cached():
     assert torch.equal(again.train.tensors["image"], data.train.tensors["image"])
 
 
+def test_a_missing_real_mini_set_is_named_in_the_data_line(tmp_path, monkeypatch):
+    """Without the released files the run still trains and tests on generated data, and its data line says which
+    mini sets it could not test on; a task no mini set covers names none."""
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "no-data"))
+    data = RelationsGameTask(cfg(tasks=["between"], n_train=20, n_val=4, n_test=4)).load()
+    assert not any(name.startswith("real_") for name in data.extra_test)
+    assert ("not tested on the real mini sets missing from $HARNESS_DATA_DIR/relations_game: mini_between_hexos.npz, "
+            "mini_between_stripes.npz (task.real_sets=false leaves them out)") in data.source
+    assert "missing" not in RelationsGameTask(cfg(n_train=20, n_val=4, n_test=4)).load().source
+    assert "missing" not in RelationsGameTask(cfg(tasks=["between"], n_train=20, n_val=4, n_test=4,
+                                                  real_sets=False)).load().source
+
+
 @pytest.mark.skipif(not HAS_REAL, reason="real Relations Game mini sets not found (HARNESS_DATA_DIR)")
 def test_real_mini_sets_join_as_extra_test_splits():
     data = RelationsGameTask(cfg(tasks=["between"])).load()
@@ -113,11 +126,12 @@ def test_curriculum_protocol_runs_four_stages_and_freezes_what_it_should(env):
     assert all((stages / n / "metrics.csv").exists() for n in names)
     assert "3_frozen_central/test_stripes/acc" in results["metrics"]
 
-    def weights(stage):
-        state = load_checkpoint(stages / stage / "checkpoints" / "last.ckpt")["state_dict"]
+    def weights(stage, name="last.ckpt"):
+        state = load_checkpoint(stages / stage / "checkpoints" / name)["state_dict"]
         return {k: v for k, v in state.items()}
 
-    pre, frozen_central, frozen_encoder = weights("2_pretrain"), weights("3_frozen_central"), weights(
+    # the later stages start from the pretraining's best weights; a frozen part keeps them to its last epoch
+    pre, frozen_central, frozen_encoder = weights("2_pretrain", "best.ckpt"), weights("3_frozen_central"), weights(
         "4_frozen_encoder")
     for key in pre:
         if key.startswith(("model.encoder.", "model.central.")):

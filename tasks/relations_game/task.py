@@ -110,6 +110,12 @@ class RelationsGameTask:
         return data
 
     # real mini sets ----------------------------------------------------------------------------
+    def _missing_real_files(self) -> list[str]:
+        """The released mini sets that hold examples of this run's tasks and are not in the data folder."""
+        folder = data_dir() / "relations_game"
+        return [mini.file_name for mini in MINI_SETS.values()
+                if not (folder / mini.file_name).exists() and set(mini.task_names) & set(self.tasks)]
+
     def _real_sets(self) -> dict[str, dict[str, np.ndarray]]:
         """The released mini sets' examples whose task is one of this run's tasks."""
         found: dict[str, dict[str, np.ndarray]] = {}
@@ -151,6 +157,10 @@ class RelationsGameTask:
             source += f"; not tested (the object set has one shape): {', '.join(skipped)}"
         if real:
             source += f"; real mini sets from {shown_path(data_dir() / 'relations_game')}: {', '.join(sorted(real))}"
+        missing = self._missing_real_files() if self.cfg.real_sets else []
+        if missing:
+            source += (f"; not tested on the real mini sets missing from {shown_path(data_dir() / 'relations_game')}: "
+                       f"{', '.join(missing)} (task.real_sets=false leaves them out)")
         info = {
             "image_shape": IMAGE_SHAPE,
             "num_classes": max(TASKS[name] for name in self.tasks),
