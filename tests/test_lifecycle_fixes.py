@@ -230,3 +230,13 @@ def test_last_ckpt_follows_every_validation_not_only_a_new_best(env):
     best, last = (torch.load(checkpoints / name, weights_only=True) for name in ("best.ckpt", "last.ckpt"))
     assert (best["epoch"], last["epoch"]) == (0, 2)
     assert last["harness"]["fit_stopped"] is False  # max_epochs ended it, after the checkpoint
+
+
+def test_the_checkpoint_callback_keeps_lightnings_state_key():
+    """A run checkpointed by Lightning's own ModelCheckpoint resumes its best score under LastAfterEveryValidation."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from harness.runners.supervised import LastAfterEveryValidation
+
+    settings = {"filename": "best", "monitor": "val/acc", "mode": "max", "save_last": True, "save_top_k": 1}
+    assert LastAfterEveryValidation(**settings).state_key == ModelCheckpoint(**settings).state_key

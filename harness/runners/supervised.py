@@ -172,6 +172,12 @@ class LastAfterEveryValidation(ModelCheckpoint):
         super().__init__(**kwargs)
         self._ranked_at = self._last_saved_at = -1  # the global steps of the last ranking and last.ckpt
 
+    @property
+    def state_key(self) -> str:
+        """``ModelCheckpoint``'s key, so that a checkpoint written before this class existed resumes with its best
+        score (under another key Lightning would start ranking afresh and could replace a better best.ckpt)."""
+        return "ModelCheckpoint" + super().state_key.removeprefix(type(self).__qualname__)
+
     def _save_topk_checkpoint(self, trainer: pl.Trainer, monitor_candidates: dict[str, torch.Tensor]) -> None:
         super()._save_topk_checkpoint(trainer, monitor_candidates)
         self._ranked_at = trainer.global_step
