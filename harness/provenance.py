@@ -297,9 +297,11 @@ def code_status(recorded: dict[str, str] | None, root: Path = PROJECT_ROOT) -> C
 
 
 def run_code_status(results: dict[str, Any]) -> CodeStatus:
-    """:func:`code_status` of a run (its results.json as ``results``); only a completed run can be stale."""
-    status = code_status(recorded_files(results))
-    return status if results.get("status") == "completed" else CodeStatus(stale=[], carried=status.carried)
+    """:func:`code_status` of a run (its results.json as ``results``): only a completed run's numbers can be stale
+    or carried over an edit, so a run that did not complete is neither."""
+    if results.get("status") != "completed":
+        return CodeStatus(stale=[], carried=[])
+    return code_status(recorded_files(results))
 
 
 def file_digest(path: Path) -> str:
