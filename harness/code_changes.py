@@ -252,11 +252,3 @@ def check_all(root: Path = PROJECT_ROOT) -> list[str]:
     return [f"change {number} ({change.what}): {problem}"
             for number, change in enumerate(load_changes(results_dir), start=1)
             for problem in problems(change, results_dir)]
-
-
-def carried_over(recorded: dict[str, str], root: Path = PROJECT_ROOT) -> list[tuple[str, Change]]:
-    """The (file, change) pairs that carry a run's ``recorded`` digests to the checkout's: the edits it is not stale
-    over. Empty when nothing it imported changed (or when something changed that no change carries)."""
-    from harness.provenance import code_status
-
-    return code_status(recorded, root).carried

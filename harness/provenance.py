@@ -230,9 +230,9 @@ def snapshot_code(root: Path = PROJECT_ROOT) -> None:
     code_files(root)
 
 
-def edited_since_loaded(root: Path = PROJECT_ROOT) -> list[str]:
-    """The imported project files whose text on disk no longer computes what this process loaded from them."""
-    loaded = code_files(root)
+def edited_since_loaded(loaded: dict[str, str], root: Path = PROJECT_ROOT) -> list[str]:
+    """The files of ``loaded`` (:func:`code_files`' record) whose text on disk no longer computes what this process
+    loaded from them."""
     return [rel for rel, digest in loaded.items() if not (root / rel).is_file() or source_digest(root / rel) != digest]
 
 
@@ -272,8 +272,9 @@ class CodeStatus:
 
 
 def code_status(recorded: dict[str, str] | None, root: Path = PROJECT_ROOT) -> CodeStatus:
-    """:func:`stale_files` and :func:`harness.code_changes.carried_over` in one pass, each file read once (a report
-    or a listing asks both of every run)."""
+    """The recorded files that are stale (:func:`stale_files`) and the recorded changes that carry the others to the
+    checkout's digests (:mod:`harness.code_changes`), in one pass that reads each file once (a report or a listing
+    asks both of every run)."""
     from harness.code_changes import carried
 
     stale: list[str] = []

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness import PROJECT_ROOT
-from harness.code_changes import carried_over, check_all, record_change
+from harness.code_changes import check_all, record_change
 from harness.errors import UserError
-from harness.provenance import source_digest, stale_files
+from harness.provenance import code_status, source_digest, stale_files
 
 RUN = "toy-m-cpu-s0-aaaa1111"
 LATER = "toy-m-cpu-s1-bbbb2222"
@@ -65,9 +65,9 @@ def test_an_edit_with_evidence_carries_the_runs_before_it(project: Project) -> N
     project.write("reproductions.json", [project.check(RUN, after)])
     project.write("code_changes.json", [project.change(before, after)])
     assert project.stale(before) == [] and project.stale(after) == []
-    assert [(rel, change.what) for rel, change in carried_over({FILE: before}, project.root)] == [(FILE,
+    assert [(rel, change.what) for rel, change in code_status({FILE: before}, project.root).carried] == [(FILE,
                                                                                                    "error wording")]
-    assert carried_over({FILE: after}, project.root) == []
+    assert code_status({FILE: after}, project.root).carried == []
     assert check_all(project.root) == []
     project.edit("words never shown")  # an edit after the recorded one is not carried
     assert project.stale(before) == [FILE]
@@ -100,7 +100,7 @@ def test_edits_chain(project: Project) -> None:
     project.write("reproductions.json", [project.check(RUN, second), project.check(LATER, third)])
     project.write("code_changes.json", [project.change(first, second), project.change(second, third, LATER)])
     assert project.stale(first) == [] and project.stale(second) == []
-    assert len(carried_over({FILE: first}, project.root)) == 2
+    assert len(code_status({FILE: first}, project.root).carried) == 2
 
 
 def test_a_malformed_record_is_one_line(project: Project) -> None:

@@ -15,8 +15,7 @@ from harness import provenance
 from harness.cli import main
 from harness.runners import launch as launch_module
 from tests.conftest import only_run
-
-RELATIONS = ["bench", "--task", "relations_game", "--model", "mlp1", "--profile", "smoke", "train.max_epochs=1"]
+from tests.test_lifecycle_fixes import RELATIONS
 
 
 def test_a_file_edited_after_it_was_loaded_keeps_the_loaded_digest(tmp_path: Path,
@@ -31,17 +30,17 @@ def test_a_file_edited_after_it_was_loaded_keeps_the_loaded_digest(tmp_path: Pat
     try:
         loaded = provenance.code_files(tmp_path)
         assert list(loaded) == ["tasks/loaded_code_probe.py"]
-        assert provenance.edited_since_loaded(tmp_path) == []
+        assert provenance.edited_since_loaded(loaded, tmp_path) == []
 
         source.write_text("def f(x):\n    return x + 2\n")  # edited while the process runs the old code
         assert provenance.code_files(tmp_path) == loaded
-        assert provenance.edited_since_loaded(tmp_path) == ["tasks/loaded_code_probe.py"]
+        assert provenance.edited_since_loaded(loaded, tmp_path) == ["tasks/loaded_code_probe.py"]
 
         importlib.reload(module)  # the process now runs the edit: its digest follows
         reloaded = provenance.code_files(tmp_path)
         assert reloaded["tasks/loaded_code_probe.py"] == provenance.source_digest(source) != \
             loaded["tasks/loaded_code_probe.py"]
-        assert provenance.edited_since_loaded(tmp_path) == []
+        assert provenance.edited_since_loaded(reloaded, tmp_path) == []
     finally:
         sys.modules.pop("loaded_code_probe", None)
 

@@ -759,7 +759,7 @@ def _finish(run: Run, results: dict[str, Any], wall_time_s: float) -> None:
     """Close the attempt: its status, the code that ran (see harness.provenance), the times; then write. A project
     file edited on disk while the run trained is named: the run records the code it loaded, not the edit."""
     files = code_files()
-    edited = edited_since_loaded()
+    edited = edited_since_loaded(files)
     if edited:
         print(f"{', '.join(edited)} changed on disk while the run trained: it records the code it loaded, so it reads "
               "as stale against the edit (`harness runs --stale`)", file=sys.stderr, flush=True)
