@@ -338,7 +338,8 @@ def _headline(metrics: dict) -> str:
 def _carried_note(listing: Listing) -> str:
     """How many of the runs considered are carried over recorded edits (harness carry), for the "none is stale"
     line."""
-    carried = sum(bool(listing.carried[row["path"]]) for row in listing.considered if row.get("status") == "completed")
+    carried = sum(bool(listing.code[row["path"]].carried) for row in listing.considered
+                  if row.get("status") == "completed")
     return (f" ({carried} carried over edits shown to compute nothing differently: `harness runs --format csv`, "
             "column carried_over)") if carried else ""
 
@@ -353,7 +354,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return _export_runs([], args.format, None) if exporting else 0
     listing = select_runs(args.runs_dir, reference=args.reference, task=args.task, model=args.model,
                           stale=args.stale, imports=watched)
-    rows, stale, everything = listing.rows, listing.stale, listing.everything
+    rows, everything = listing.rows, listing.everything
     none_listed = ("no runs found" if not (args.imports or args.stale) else
                    f"none of the {everything} runs {'imported ' + ', '.join(watched) if args.imports else 'is stale'}")
     if args.stale and not rows:
@@ -368,14 +369,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
     statuses = [listed_status(row) for row in rows]  # each a process check: once per run
     table = [["run_id", "status", "held-out metrics"]]
     for row, status in zip(rows, statuses, strict=True):
-        shown = status + (", stale" if stale[row["path"]] else "")
+        shown = status + (", stale" if listing.stale(row) else "")
         table.append([str(row.get("run_id")), shown, _headline(row.get("metrics") or {})])
     print(_table(table))
     gone = statuses.count(GONE)
     if gone:
         print(f"{gone} run(s) say running but their process has ended (killed): the command that started each "
               "resumes it from its last checkpoint")
-    stale_count = sum(bool(stale[row["path"]]) for row in rows)
+    stale_count = sum(bool(listing.stale(row)) for row in rows)
     if args.imports:
         from harness.rerun import wall_hours
 
@@ -385,7 +386,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         # a run of the user's store is there already, completed: its command reruns it with --force (in the store
         # listed); a reference run reruns into the user's store, then `harness publish`
         again = [] if args.reference else ["--force", *(["--runs-dir", args.runs_dir] if args.runs_dir else [])]
-        _print_reruns(rows, stale, again)
+        _print_reruns(listing, again)
     elif stale_count:
         print(f"stale: the code that computed {stale_count} run(s) has changed since; `harness runs --stale` "
               "says which files and how to rerun them")
@@ -427,12 +428,13 @@ def _source_files(paths: list[str]) -> list[str]:
     return files
 
 
-def _print_reruns(rows: list[dict], stale: dict[str, list[str]], options: list[str]) -> None:
-    """For each stale run: what changed (``stale``, by run directory) and the command that runs it again (with
+def _print_reruns(listing: Listing, options: list[str]) -> None:
+    """For each stale run listed: what changed and the command that runs it again (with
     ``options`` added to the bench command's own: ``--force`` for a completed run of the user's store, which plain
     ``bench`` only reports)."""
     from harness.rerun import reproduce, wall_hours
 
+    rows = listing.rows
     print(f"\nrerun ({wall_hours(rows):.1f} h of wall time in all), then `harness publish <run_id>` for a "
           "reference run:")
     for row in rows:
@@ -441,7 +443,7 @@ def _print_reruns(rows: list[dict], stale: dict[str, list[str]], options: list[s
             head, sep, tail = command.partition(" -- ")
             command = " ".join([head, *(shlex.quote(option) for option in options)]) + sep + tail
         minutes = float(row.get("wall_time_s") or 0.0) / 60.0
-        print(f"  {row.get('run_id')} ({minutes:.1f} min; changed: {', '.join(stale[row['path']])})")
+        print(f"  {row.get('run_id')} ({minutes:.1f} min; changed: {', '.join(listing.stale(row))})")
         print(f"    {command or 'cannot be composed again: ' + note}" + (f"  # {note}" if command and note else ""))
 
 

@@ -3,7 +3,7 @@
 * :func:`git_info`, :func:`package_versions`, :func:`machine_info`: recorded for every attempt of a run.
 * :func:`code_files`: the project's source files that computed the run (the task's, the model's and the
   training code the run imported), each with a hash of its syntax tree without docstrings, so a change in
-  comments, docstrings or layout does not count but any change in what runs does. :func:`stale_files`
+  comments, docstrings or layout does not count but any change in what runs does. :func:`code_status`
   compares a run's record with the checkout: a completed run whose code has changed since is *stale*, unless
   each change is one recorded in ``results/code_changes.json`` with the evidence that it computes nothing
   differently (:mod:`harness.code_changes`).
@@ -255,14 +255,6 @@ def stale_run_files(results: dict[str, Any]) -> list[str]:
     return run_code_status(results).stale
 
 
-def stale_files(recorded: dict[str, str] | None, root: Path = PROJECT_ROOT) -> list[str]:
-    """The recorded source files that differ from (or are missing in) the checkout at ``root``; empty when the
-    run's code is the checkout's, or when the run recorded none (then nothing can be said). A file edited since is
-    not counted where recorded changes shown to compute nothing differently carry its digest to the checkout's
-    (:mod:`harness.code_changes`)."""
-    return code_status(recorded, root).stale
-
-
 @dataclass(frozen=True)
 class CodeStatus:
     """How a run's recorded source files stand against the checkout (:func:`code_status`)."""
@@ -272,7 +264,7 @@ class CodeStatus:
 
 
 def code_status(recorded: dict[str, str] | None, root: Path = PROJECT_ROOT) -> CodeStatus:
-    """The recorded files that are stale (:func:`stale_files`) and the recorded changes that carry the others to the
+    """The recorded files that are stale (changed since, or gone) and the recorded changes that carry the others to the
     checkout's digests (:mod:`harness.code_changes`), in one pass that reads each file once (a report or a listing
     asks both of every run)."""
     from harness.code_changes import carried

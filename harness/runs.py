@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
-from harness.provenance import attempt_record
+from harness.provenance import CodeStatus, attempt_record
 
 if TYPE_CHECKING:
     from reports.store import RunRecord
@@ -426,14 +426,17 @@ class Listing:
 
     store: Path  # the run store they were read from
     rows: list[dict[str, Any]]  # their index() rows, sorted by path
-    stale: dict[str, list[str]]  # by run directory (a row's "path"): the source files changed since; [] if none
-    carried: dict[str, list[tuple[str, Any]]]  # by run directory: the recorded edits it is carried over (file, change)
+    code: dict[str, CodeStatus]  # by run directory (a row's "path"): its files changed since, and those carried over
     considered: list[dict[str, Any]]  # the store's runs of the task and model asked for, before --stale and --imports
 
     @property
     def everything(self) -> int:
         """How many runs --stale and --imports chose from."""
         return len(self.considered)
+
+    def stale(self, row: dict[str, Any]) -> list[str]:
+        """The source files changed since ``row``'s run that no recorded change carries; [] if none."""
+        return self.code[row["path"]].stale
 
 
 def select_runs(runs_dir: str | Path | None = None, *, reference: bool = False, task: str | None = None,
@@ -457,17 +460,15 @@ def select_runs(runs_dir: str | Path | None = None, *, reference: bool = False, 
     check_listed_name("model", model, stored)
     rows = [row for row in stored
             if (not task or row.get("task") == task) and (not model or row.get("model") == model)]
-    statuses = {row["path"]: run_code_status(row) for row in rows}
-    changed = {path: status.stale for path, status in statuses.items()}
+    code = {row["path"]: run_code_status(row) for row in rows}
     considered = rows
     if imports:
         from harness.rerun import imported
 
         rows = [row for row in rows if imported(row, list(imports))]
     if stale:
-        rows = [row for row in rows if changed[row["path"]]]
-    return Listing(store=store, rows=rows, stale=changed, considered=considered,
-                   carried={path: status.carried for path, status in statuses.items()})
+        rows = [row for row in rows if code[row["path"]].stale]
+    return Listing(store=store, rows=rows, code=code, considered=considered)
 
 
 def check_listed_name(what: str, name: str | None, stored: list[dict[str, Any]]) -> None:
@@ -512,8 +513,7 @@ def run_records(listing: Listing) -> list[dict[str, Any]]:
 
     runs = [load_run(Path(row["path"]) / "results.json", listing.store) for row in listing.rows]
     assign_variants(runs)
-    records = [_record(run, listing.stale.get(row["path"], []), listing.carried.get(row["path"], []))
-               for run, row in zip(runs, listing.rows, strict=True)]
+    records = [_record(run, listing.code[row["path"]]) for run, row in zip(runs, listing.rows, strict=True)]
     metrics = sorted({key for record in records for key in record["metrics"]}, key=natural_key)
     return [{**{key: record[key] for key in LEADING_COLUMNS}, **{key: record["metrics"].get(key) for key in metrics}}
             for record in records]
@@ -529,7 +529,7 @@ def exported_metrics(run: RunRecord) -> dict[str, float | None]:
     return {name: run.metric(name) for name in names}
 
 
-def _record(run: RunRecord, stale_files: list[str], carried: list[tuple[str, Any]]) -> dict[str, Any]:
+def _record(run: RunRecord, code: CodeStatus) -> dict[str, Any]:
     from harness.runners.tune import SWEEP_TAG
     from reports.readme import setting
     from reports.store import cfg_get
@@ -551,8 +551,8 @@ def _record(run: RunRecord, stale_files: list[str], carried: list[tuple[str, Any
         "setting": shown if shown not in ("–", "") else None, "variant": run.variant or None,
         "config": run.fingerprint or None,
         "profile": None if run.profile is None else str(run.profile), "seed": _number(run.seed),
-        "status": GONE if run.gone else str(results.get("status") or run.status), "stale": bool(stale_files),
-        "carried_over": "; ".join(sorted({change.what for _, change in carried})) or None,
+        "status": GONE if run.gone else str(results.get("status") or run.status), "stale": bool(code.stale),
+        "carried_over": "; ".join(sorted({change.what for _, change in code.carried})) or None,
         "error": None if results.get("error") is None else str(results["error"]),
         "steps": _number(reached.get("steps", results.get("steps"))),
         "max_steps": _number(cfg_get(run.config, planned_steps)) if planned_steps else None,

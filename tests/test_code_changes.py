@@ -12,7 +12,7 @@ import pytest
 from harness import PROJECT_ROOT
 from harness.code_changes import check_all, record_change
 from harness.errors import UserError
-from harness.provenance import code_status, source_digest, stale_files
+from harness.provenance import code_status, source_digest
 
 RUN = "toy-m-cpu-s0-aaaa1111"
 LATER = "toy-m-cpu-s1-bbbb2222"
@@ -50,7 +50,7 @@ class Project:
         return {"what": "error wording", "files": {FILE: [before, after]}, "evidence": [evidence]}
 
     def stale(self, digest: str) -> list[str]:
-        return stale_files({FILE: digest}, self.root)
+        return code_status({FILE: digest}, self.root).stale
 
 
 @pytest.fixture
@@ -170,7 +170,7 @@ def test_a_probe_shows_an_edit_on_code_no_run_can_repeat(tmp_path: Path) -> None
                                       probes=["tasks.toy_probe"]).read_text())
     assert stored[0]["evidence"][0]["output"] == ["3", "3"]
     assert stored[0]["evidence"][0]["files"][FILE] == [before, after]
-    assert stale_files({FILE: before}, project.root) == []
+    assert code_status({FILE: before}, project.root).stale == []
     assert check_all(project.root) == []
 
 
