@@ -2,7 +2,7 @@
 #   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0 | SEEDS=0,1,2] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
 #   make sweep SWEEP=sweeps/<name>.yaml [CELLS='babi/*'] [ONLY=task.babi_id=1,8] [SEEDS=0,1,2] | make report | make publish RUNS="<run_id> ..." | make readme
 #   make reproduce RUN=<run_id> (train a reference run again and compare every figure)
-#   make test | make lint | make list | make perf | make perf-publish | make sync | make clean
+#   make test [TEST_WORKERS=2] | make lint | make list | make perf | make perf-publish | make sync | make clean
 
 PYTHON ?= python3
 VENV := .venv
@@ -17,6 +17,8 @@ ARGS ?=
 FORCE ?=
 CELLS ?=
 ONLY ?=
+# make test runs the suite in this many pytest-xdist processes, 2 for a 2-core machine (0: in one process)
+TEST_WORKERS ?= 2
 
 .PHONY: help install bench list sweep report runs publish reproduce readme validate test lint perf perf-publish sync clean
 
@@ -72,7 +74,7 @@ validate: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check harness tasks models reports tests
-	WANDB_MODE=disabled $(BIN)/python -m pytest -q --durations=8
+	WANDB_MODE=disabled $(BIN)/python -m pytest -q --durations=8 -n $(TEST_WORKERS) --dist worksteal
 
 lint: $(STAMP)
 	$(BIN)/ruff check harness tasks models reports tests
