@@ -249,12 +249,6 @@ def recorded_files(results: dict[str, Any]) -> dict[str, str]:
     return files if isinstance(files, dict) else {}
 
 
-def stale_run_files(results: dict[str, Any]) -> list[str]:
-    """The source files that computed a completed run (its results.json as ``results``) and have changed in this
-    checkout since: the run is stale when there are any."""
-    return run_code_status(results).stale
-
-
 @dataclass(frozen=True)
 class CodeStatus:
     """How a run's recorded source files stand against the checkout (:func:`code_status`)."""

@@ -65,8 +65,8 @@ def test_an_edit_with_evidence_carries_the_runs_before_it(project: Project) -> N
     project.write("reproductions.json", [project.check(RUN, after)])
     project.write("code_changes.json", [project.change(before, after)])
     assert project.stale(before) == [] and project.stale(after) == []
-    assert [(rel, change.what) for rel, change in code_status({FILE: before}, project.root).carried] == [(FILE,
-                                                                                                   "error wording")]
+    carried = code_status({FILE: before}, project.root).carried
+    assert [(rel, change.what) for rel, change in carried] == [(FILE, "error wording")]
     assert code_status({FILE: after}, project.root).carried == []
     assert check_all(project.root) == []
     project.edit("words never shown")  # an edit after the recorded one is not carried

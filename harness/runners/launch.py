@@ -47,8 +47,8 @@ from harness.provenance import (
     code_files,
     edited_since_loaded,
     fingerprint,
+    run_code_status,
     snapshot_code,
-    stale_run_files,
 )
 from harness.registry import load_entry
 from harness.runners.build import Prepared, build_before_start, prepare_task, train
@@ -385,7 +385,7 @@ def already_completed(run: Run, composed: Composed, force: bool) -> bool:
         raise UserError(f"run {composed.run_id} is in progress (pid {owner['pid']}); wait for it or stop it")
     if not force and run.exists() and run.status == "completed":
         results = run.read_results()
-        changed = stale_run_files(results)
+        changed = run_code_status(results).stale
         stale = (f", but stale: the code that computed it has changed since ({', '.join(changed)})" if changed else
                  "")
         print(f"already completed{stale}; {force_hint('retrains it')}:")
