@@ -29,6 +29,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from harness.errors import UserError
 from harness.tracking import configure_environment
@@ -158,3 +159,28 @@ def _quiet_stderr() -> Iterator[None]:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0].rstrip(".") if text else type(exc).__name__
+
+
+def exit_on_stray_system_exit() -> None:
+    """In a Ray worker, end the process when a SIGTERM's ``SystemExit`` cannot propagate.
+
+    Ray's SIGTERM handler (``sigterm_handler`` in ``python/ray/_private/worker.py``) raises ``SystemExit`` wherever
+    the main thread is. When Ray shuts a sweep's workers down while one is inside a weakref callback or a
+    ``__del__`` (the garbage collector at work), Python cannot raise it there: it prints ``Exception ignored in
+    ... SystemExit: 1`` with a traceback, and the worker goes on until Ray kills it. This hook ends the worker as
+    the signal asked (its output flushed first, the exit code the ``SystemExit``'s) and passes every other
+    exception Python cannot raise to the hook that was there before. Installed once per process."""
+    previous = sys.unraisablehook
+    if getattr(previous, "exits_on_system_exit", False):
+        return
+
+    def hook(unraisable: Any) -> None:
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, SystemExit):
+            code = getattr(unraisable.exc_value, "code", 1)
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            os._exit(code if isinstance(code, int) else 1)
+        previous(unraisable)
+
+    hook.exits_on_system_exit = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook

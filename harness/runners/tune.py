@@ -301,10 +301,14 @@ _PROCESS_THREADS: list[int] = []  # torch's thread count when this worker proces
 def _run_trial(trial: dict[str, Any], sweep: Sweep, env: dict[str, str], store: Any = None) -> None:
     """One trial, inside a Ray worker: an ordinary harness run, then its outcome reported to Tune. In a reused
     process (``reuse_processes``) the trial starts with the thread count the process began with, not the one
-    an earlier trial's ``train.threads`` left."""
+    an earlier trial's ``train.threads`` left. A SIGTERM from Ray's shutdown ends the worker without a traceback,
+    wherever it lands (:func:`~harness.runners.ray_session.exit_on_stray_system_exit`)."""
     import torch
     from ray import tune
 
+    from harness.runners.ray_session import exit_on_stray_system_exit
+
+    exit_on_stray_system_exit()
     trial = unlisted(trial)
     if not _PROCESS_THREADS:
         _PROCESS_THREADS.append(torch.get_num_threads())
