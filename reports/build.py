@@ -28,7 +28,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -326,18 +326,37 @@ def _run_pages(runs: list[RunRecord], env: Environment, nav: list[dict[str, str]
     builds (reports.figure_cache), so that a run drawn before is read back instead."""
     kept = kept or _FigureCache(None)
     kept.add(runs)
-    if jobs > 1 and len(runs) > 1 and "fork" in multiprocessing.get_all_start_methods():
+    forks = jobs > 1 and len(runs) > 1 and "fork" in multiprocessing.get_all_start_methods()
+    if runs:
+        processes = f"{min(jobs, len(runs))} processes" if forks else "one process"
+        print(f"report: rendering {fmt_count(len(runs))} run pages in {processes}", flush=True)
+    if forks:
         _FORKED.update(env=env, nav=nav, runs=runs, floor=floor, kept=kept)
         try:
             with ProcessPoolExecutor(min(jobs, len(runs)), mp_context=multiprocessing.get_context("fork")) as pool:
-                return {run.page: html for run, html in zip(runs, pool.map(_forked_run_page, range(len(runs)),
-                                                                            chunksize=4), strict=True)}
+                rendered = _counted(pool.map(_forked_run_page, range(len(runs)), chunksize=4), len(runs))
+                return {run.page: html for run, html in zip(runs, rendered, strict=True)}
         except (OSError, NotImplementedError, BrokenProcessPool) as exc:  # no pool here, or a worker was killed
             print(f"report: rendering the run pages in one process instead ({type(exc).__name__}: {exc})",
                   file=sys.stderr)
         finally:
             _FORKED.clear()
-    return {run.page: _run_page(env, nav, run, floor, kept) for run in runs}
+    rendered = _counted((_run_page(env, nav, run, floor, kept) for run in runs), len(runs))
+    return {run.page: html for run, html in zip(runs, rendered, strict=True)}
+
+
+def _counted(pages: Iterator[str], total: int) -> Iterator[str]:
+    """``pages`` as they come, with a progress bar on a terminal (nothing in a log: the line before says what is
+    being rendered)."""
+    if not sys.stderr.isatty():
+        yield from pages
+        return
+    from tqdm import tqdm
+
+    with tqdm(total=total, unit="page", desc="run pages", dynamic_ncols=True, leave=False) as bar:
+        for page in pages:
+            bar.update()
+            yield page
 
 
 def _check_out(out_dir: Path) -> None:

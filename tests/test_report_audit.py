@@ -1,7 +1,8 @@
 """Report fixes from an audit of the HTML report against the stored runs: a non-finite metric is no number, a
 benchmark record is read as ``make perf`` writes it (and from its published copy), configurations beside a
 published cell are not merged, a diverged run's page shows how far it got, a mistyped --papers-dir is refused,
-unreadable runs are named on the terminal, and an RL run's per-puzzle training column is its last iteration."""
+unreadable runs are named on the terminal, the run pages being rendered are announced (and counted by a bar on a
+terminal), and an RL run's per-puzzle training column is its last iteration."""
 
 from __future__ import annotations
 
@@ -116,6 +117,25 @@ def test_unreadable_runs_are_named_on_the_terminal(tmp_path: Path, capsys: pytes
     build_report(runs, tmp_path / "out")
     assert capsys.readouterr().err.strip() == "report: 1 run could not be read and is marked unreadable: " \
                                               "babi-lstm-cpu-s1-a"
+
+
+def test_the_run_pages_are_announced_and_counted_on_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build of hundreds of runs takes minutes: a line says what it renders, and on a terminal a bar counts the
+    pages (each still written under its own run's name)."""
+    runs = tmp_path / "runs"
+    for seed in range(3):
+        write_run(runs, "babi", "lstm", seed, task_cfg={"babi_id": 1}, metrics={"test/acc": 0.5 + seed / 10})
+    build_report(runs, tmp_path / "log", jobs=1)
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == ["report: rendering 3 run pages in one process"]
+    assert "run pages" not in captured.err  # no bar in a log
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    build_report(runs, tmp_path / "terminal", jobs=1)
+    assert "run pages: 100%" in capsys.readouterr().err
+    for seed in range(3):
+        page = f"runs/babi-lstm-cpu-s{seed}-a.html"
+        assert (tmp_path / "terminal" / page).read_text() == (tmp_path / "log" / page).read_text()
 
 
 def test_an_rl_runs_per_puzzle_training_column_is_its_last_iteration() -> None:
