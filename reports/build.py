@@ -326,14 +326,15 @@ def _run_pages(runs: list[RunRecord], env: Environment, nav: list[dict[str, str]
     builds (reports.figure_cache), so that a run drawn before is read back instead."""
     kept = kept or _FigureCache(None)
     kept.add(runs)
-    forks = jobs > 1 and len(runs) > 1 and "fork" in multiprocessing.get_all_start_methods()
+    workers = min(jobs, len(runs))
+    forks = workers > 1 and "fork" in multiprocessing.get_all_start_methods()
     if runs:
-        processes = f"{min(jobs, len(runs))} processes" if forks else "one process"
-        print(f"report: rendering {fmt_count(len(runs))} run pages in {processes}", flush=True)
+        print(f"report: rendering {fmt_count(len(runs))} run pages in "
+              f"{f'{workers} processes' if forks else 'one process'}", flush=True)
     if forks:
         _FORKED.update(env=env, nav=nav, runs=runs, floor=floor, kept=kept)
         try:
-            with ProcessPoolExecutor(min(jobs, len(runs)), mp_context=multiprocessing.get_context("fork")) as pool:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
                 rendered = _counted(pool.map(_forked_run_page, range(len(runs)), chunksize=4), len(runs))
                 return {run.page: html for run, html in zip(runs, rendered, strict=True)}
         except (OSError, NotImplementedError, BrokenProcessPool) as exc:  # no pool here, or a worker was killed
