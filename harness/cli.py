@@ -1,5 +1,5 @@
 """The command line: ``harness list | bench | validate | sweep | report | runs | publish | retest | predict |
-reproduce | data``.
+reproduce | carry | data``.
 
 Only the registry (YAML) is imported at start-up; torch, Lightning and wandb are imported when a run
 actually starts, so ``harness list`` and every error path answer in well under two seconds.

@@ -5,6 +5,7 @@ errors, counts in ``sweep --dry-run`` and the hint of a retest that adds nothing
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 import signal
@@ -16,7 +17,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from harness import config as config_lib
-from harness.cli import main
+from harness.cli import build_parser, main
 from harness.errors import did_you_mean
 from harness.runners import launch as launch_module
 from harness.runners import predictions as predictions_module
@@ -208,6 +209,13 @@ def test_argparse_errors_name_the_subcommand_whose_help_to_read(env, capsys, arg
     assert stopped.value.code == 2
     line = _one_error_line(capsys)
     assert all(fragment in line for fragment in fragments), line
+
+
+def test_the_top_level_help_names_every_subcommand():
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    named = parser.description.split(":", 1)[1].split(".", 1)[0]  # "harness list | bench | ... | data"
+    assert [c.strip() for c in named.replace("harness", "", 1).split("|")] == list(commands)
 
 
 # 8. counts in sweep --dry-run ------------------------------------------------------------------------------------
