@@ -136,3 +136,27 @@ def test_a_model_whose_forward_returns_the_wrong_shape_is_refused_before_the_run
     with pytest.raises(UserError, match=r"model\(tokens, length\) returned \[2, 7\]; .* = \[2, 10\]"):
         check_model_output(composed, SimpleNamespace(loaded=data, model=model))
     assert torch.equal(state, torch.random.get_rng_state())
+
+
+class Counting(Flat):
+    """A model whose forward passes change its state, as MemN2N's schedule counts an evaluation then training as an
+    epoch (models/memn2n/schedule.py)."""
+
+    def __init__(self, classes: int) -> None:
+        super().__init__(classes)
+        self.evaluations = 0
+
+    def forward(self, tokens: torch.Tensor, length: torch.Tensor) -> torch.Tensor:
+        self.evaluations += not self.training
+        return super().forward(tokens, length)
+
+
+def test_the_check_of_a_models_output_leaves_the_model_as_it_was():
+    composed = compose("listops", "lstm", "smoke")
+    split = TensorDictDataset({"tokens": torch.ones(3, 4, dtype=torch.long), "length": torch.full((3,), 4),
+                               "target": torch.zeros(3, dtype=torch.long)})
+    data = TaskData(train=split, val=split, test=split, info={"num_classes": 10}, source="")
+    model = Counting(10)
+    check_model_output(composed, SimpleNamespace(loaded=data, model=model))
+    assert model.evaluations == 0 and model.training  # the check ran on a copy, in eval mode
+

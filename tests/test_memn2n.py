@@ -178,6 +178,22 @@ def test_linear_start_removes_the_softmax_until_its_epochs_are_done():
     torch.testing.assert_close(model(**x), reference_logits(model, x, linear=False))
 
 
+def test_a_run_counts_only_its_own_epochs(env: dict[str, str]) -> None:
+    """Through the launcher and the runner: 2 epochs, so one evaluation followed by training, one epoch counted
+    (in the checkpoint's schedule state). The launcher's check of the model's output, an evaluation before
+    training, runs on a copy and is not counted, or linear start would end an epoch early."""
+    from pathlib import Path
+
+    from harness.cli import main
+    from tests.conftest import only_run
+
+    assert main(["bench", "--task", "babi", "--model", "memn2n", "--profile", "smoke", "task.source=generator",
+                 "train.max_epochs=2"]) == 0
+    run = only_run(Path(env["HARNESS_RUNS_DIR"]))
+    saved = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]["model._extra_state"]
+    assert saved == {"epochs": 1, "after_eval": True}
+
+
 def test_the_gradient_is_the_summed_cost_clipped_then_scaled_by_the_lr_factor():
     x = batch()
     target = torch.tensor([1, 2, 3, 4])

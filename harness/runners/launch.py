@@ -531,7 +531,11 @@ def build_and_check(composed: Composed, prepared: Prepared) -> None:
 def check_model_output(composed: Composed, prepared: Prepared) -> None:
     """Two validation examples through the built model, as the runner will call it (``model(**batch)``), before
     anything is written: a forward that fails or returns other than logits [B, num_classes] is one line naming
-    the model's class. No gradient, in eval mode and on a forked RNG, so the run computes what it would have."""
+    the model's class. No gradient, in eval mode, on a forked RNG and on a copy of the model (a model may keep
+    state that its forward passes change: MemN2N's schedule counts an evaluation followed by training as an
+    epoch), so the run computes what it would have."""
+    import copy
+
     import torch
 
     from harness.data import TARGET
@@ -543,16 +547,12 @@ def check_model_output(composed: Composed, prepared: Prepared) -> None:
     entry = composed.model.interfaces[composed.task.interface]
     where = f"{composed.model.name} ({entry}) on task {composed.task.name}"
     call = f"model({', '.join(inputs)})"
-    was_training = model.training
     try:
         with torch.random.fork_rng(devices=[]), torch.no_grad():
-            model.eval()
-            out = model(**inputs)
+            out = copy.deepcopy(model).eval()(**inputs)
     except Exception as exc:  # noqa: BLE001  the model's own error, reported as one line
         raise UserError(f"{where}: {call} raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
                         ) from None
-    finally:
-        model.train(was_training)
     classes = data.info.get("num_classes")
     want = [len(next(iter(inputs.values()))), int(classes) if classes is not None else "num_classes"]
     shape = list(out.shape) if isinstance(out, torch.Tensor) else None
