@@ -651,8 +651,9 @@ def build_parser() -> argparse.ArgumentParser:
     text = "train a stored supervised or stepwise run again and compare every figure it reported"
     p = sub.add_parser("reproduce", help=text, description=_sentence(
         text, ": a run ended by its own rule by the same config without its cap, one the time cap stopped for the "
-              "epochs up to its tested checkpoint (a stepwise run: the outer cycles it trained) without the cap, a "
-              "budget independent of the machine's speed. On the same kind of CPU every figure comes back bit for bit. "
+              "epochs up to its tested checkpoint, or the steps up to it where it came part way through an epoch (a "
+              "stepwise run: the outer cycles it trained) without the cap, a budget independent of the machine's "
+              "speed. On the same kind of CPU every figure comes back bit for bit. "
               "Exit code 0 when every figure is equal, 1 when one differs"))
     p.add_argument("run", help="a run id (from `harness runs --reference` or `harness runs`) or a run directory")
     p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP + " (where the run is trained again)")

@@ -3,8 +3,10 @@
 A run that ended by its own rule (a validation target, its patience, its epoch or iteration limit) is trained by the
 same config without its time cap (which a slower machine could reach first; without a cap, the same run id). A
 supervised run that the time cap stopped is trained for the epochs up to
-its tested (best) checkpoint, without the cap (:func:`reports.tables.checkpoint_budget`), a stepwise one for the
-outer cycles it trained (:func:`reports.tables.cycle_budget`): budgets that no longer depend on the machine's speed.
+its tested (best) checkpoint, without the cap (:func:`reports.tables.checkpoint_budget`), or, where that checkpoint is
+the validation the cap made part way through an epoch, for the optimiser steps it trained (``train.max_steps``,
+:func:`reports.tables.step_budget`); a stepwise one for the outer cycles it trained
+(:func:`reports.tables.cycle_budget`): budgets that no longer depend on the machine's speed.
 Each epoch's order, and each cycle's worlds, are drawn from the seed and CPU training is deterministic
 (harness/runners/supervised.py, harness/runners/stepwise.py), so on the same kind of CPU every figure comes back bit
 for bit; on another kind the arithmetic rounds differently, and the difference grows with training. The comparison
@@ -75,7 +77,7 @@ def refusal(run: Any) -> str | None:
     """Why ``harness reproduce`` cannot train the run (a :class:`reports.store.RunRecord`) again so, or None when it
     can: a completed supervised single run or stepwise run, not capped or capped with a budget
     (:func:`reports.tables.capped_budget`). The run page asks this too."""
-    from reports.tables import CURRICULUM, capped_budget, last_epoch_part, run_stop
+    from reports.tables import CURRICULUM, capped_budget, run_stop
 
     if run.status != "completed":
         return f"{run.run_id} is {run.status}, not completed: there are no figures to reproduce"
@@ -92,28 +94,39 @@ def refusal(run: Any) -> str | None:
         why = "it trained in a stack, whose members stop together"
     elif len(run.results.get("attempts") or []) > 1:
         why = "it was resumed"
-    elif last_epoch_part(run) is not None:
-        why = "its best validation came part way through its last epoch, where the cap stopped it"
     else:
-        why = "its curves cannot tell whether its last epoch was whole"
-    budget = "cycle budget" if run.is_stepwise else "epoch budget reaches its tested checkpoint"
+        why = "its curves show no validation at the step where the cap stopped it"
+    budget = "cycle budget" if run.is_stepwise else "epoch or step budget reaches its tested checkpoint"
     return f"{run.run_id} was stopped by its {stop.text} and no {budget}: {why}"
 
 
 def plan(run: Any) -> Plan:
     """How to train the stored run (a :class:`reports.store.RunRecord`) again; a :class:`UserError` saying why
     where it cannot be so (:func:`refusal`)."""
-    from reports.tables import budget_settings, checkpoint_budget, cycle_budget, cycle_settings, run_stop
+    from reports.tables import (
+        budget_settings,
+        checkpoint_budget,
+        cycle_budget,
+        cycle_settings,
+        run_stop,
+        step_budget,
+        step_settings,
+    )
 
     refused = refusal(run)
     if refused:
         raise UserError(refused)
-    stop, epochs, cycles = run_stop(run), checkpoint_budget(run), cycle_budget(run)
+    stop, epochs, steps, cycles = run_stop(run), checkpoint_budget(run), step_budget(run), cycle_budget(run)
     if epochs is not None:
         rebuilt = rebuild(run.path, budget_settings(epochs))
         what = (f"stopped by its {stop.text}, its tested checkpoint at the end of epoch {epochs}: training "
                 f"{'that epoch' if epochs == 1 else f'those {epochs} epochs'} without the cap")
         budget = f"{epochs} epoch{'s' * (epochs != 1)} without the cap"
+    elif steps is not None:
+        rebuilt = rebuild(run.path, step_settings(steps))
+        what = (f"stopped by its {stop.text} after step {steps:,}, where it validated last: training those steps "
+                "without the cap (train.max_steps validates after the last one, as the cap did)")
+        budget = f"{steps:,} steps without the cap"
     elif cycles is not None:
         rebuilt = rebuild(run.path, cycle_settings(cycles))
         what = (f"stopped by its {stop.text} after {cycles:,} outer cycle{'s' * (cycles != 1)}: training "

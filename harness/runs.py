@@ -505,10 +505,10 @@ def run_records(listing: Listing) -> list[dict[str, Any]]:
     ``error`` says why); ``stale``: whether the code that computed it has changed since. ``steps`` and ``epochs``:
     how far it trained (a run that did not complete: as far as its curves got, where they got further than
     results.json records), of ``max_steps`` (RL: environment steps, ``rl.total_env_steps``; stepwise:
-    ``stepwise.iterations``) and ``max_epochs`` (supervised: ``train.max_epochs``); ``wall_time_s`` of its
-    section's ``max_time_s``. ``sweep``: the sweep that ran it; ``stack``: the run ids it trained with as one
-    stacked computation, space-separated. Numbers are numbers; whatever a run does not record (or records as NaN)
-    is None, never a stand-in value."""
+    ``stepwise.iterations``; supervised: ``train.max_steps``, mostly unset) and ``max_epochs`` (supervised:
+    ``train.max_epochs``); ``wall_time_s`` of its section's ``max_time_s``. ``sweep``: the sweep that ran it;
+    ``stack``: the run ids it trained with as one stacked computation, space-separated. Numbers are numbers;
+    whatever a run does not record (or records as NaN) is None, never a stand-in value."""
     from reports.store import assign_variants, load_run, natural_key
 
     runs = [load_run(Path(row["path"]) / "results.json", listing.store) for row in listing.rows]
@@ -537,7 +537,7 @@ def _record(run: RunRecord, code: CodeStatus) -> dict[str, Any]:
 
     results, reached = run.results, curve_progress(run)
     section = "rl" if run.is_rl else "stepwise" if run.is_stepwise else "train"
-    planned_steps = {"rl": "rl.total_env_steps", "stepwise": "stepwise.iterations"}.get(section)
+    planned_steps = {"rl": "rl.total_env_steps", "stepwise": "stepwise.iterations", "train": "train.max_steps"}[section]
     tags = cfg_get(run.config, "tracking.tags")
     sweeps = [tag.removeprefix(SWEEP_TAG) for tag in (tags if isinstance(tags, list) else [])
               if isinstance(tag, str) and tag.startswith(SWEEP_TAG)]
@@ -555,7 +555,7 @@ def _record(run: RunRecord, code: CodeStatus) -> dict[str, Any]:
         "carried_over": "; ".join(sorted({change.what for _, change in code.carried})) or None,
         "error": None if results.get("error") is None else str(results["error"]),
         "steps": _number(reached.get("steps", results.get("steps"))),
-        "max_steps": _number(cfg_get(run.config, planned_steps)) if planned_steps else None,
+        "max_steps": _number(cfg_get(run.config, planned_steps)),
         "epochs": _number(reached.get("epochs", results.get("epochs"))),
         "max_epochs": _number(cfg_get(run.config, "train.max_epochs")) if section == "train" else None,
         "wall_time_s": recorded_wall_time(run), "max_time_s": _number(cfg_get(run.config, f"{section}.max_time_s")),

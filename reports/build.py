@@ -112,8 +112,8 @@ MACHINE_FIELDS = ("processor", "cpu_id", "cpu_capability", "cpus", "gpu")
 
 def _same_checkpoint(run: RunRecord) -> str | None:
     """For a run the time cap stopped, the command that trains its budget without the cap, on a machine of any speed
-    (:func:`reports.tables.capped_budget`: a supervised run's epochs up to its tested checkpoint, a stepwise run's
-    cycles); None for other runs, or where its config no longer composes."""
+    (:func:`reports.tables.capped_budget`: a supervised run's epochs, or steps, up to its tested checkpoint, a
+    stepwise run's cycles); None for other runs, or where its config no longer composes."""
     settings = tables.capped_budget(run)
     if settings is None or not (run.path / "config.yaml").is_file():
         return None

@@ -48,7 +48,8 @@ def section(results_dir: Path) -> list[str]:
     return ["### Reproduced (`harness reproduce RUN --record`)", "",
             f"Reference runs trained again and every figure they reported compared ({len(checks)} checks of {runs} "
             f"runs; {exact} came back bit for bit). A supervised run the time cap stopped trains the epochs up to "
-            "its tested checkpoint without the cap, a stepwise one its outer cycles; \"CPU\" says whether the two "
+            "its tested checkpoint without the cap (the steps up to it, where it came part way through an epoch), a "
+            "stepwise one its outer cycles; \"CPU\" says whether the two "
             f"machines were of one kind (family, model and vector kernels). Stored in `results/{FILE}`.", "",
             *table(["run", "trained on", "trained again on", "CPU", "budget", "figures equal",
                     "furthest apart", "checked"], rows)]

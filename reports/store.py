@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from harness.config import NEUTRAL_ADDED_KEYS
 from harness.runs import owner_state
 
 UNREADABLE = "unreadable"
@@ -157,12 +158,20 @@ KEYS_ADDED_LATER: dict[tuple[str, str], Any] = {("tpr_rnn", "model.operations"):
 (its code knew no other): a run without the entry is the same experiment as one that states that value."""
 
 
+def flat_settings(config: Any) -> dict[str, str]:
+    """:func:`flatten` without the entries of ``harness.config.NEUTRAL_ADDED_KEYS`` at their neutral value: a run
+    that states such a value and one from before the key existed have the same settings."""
+    neutral = {key: json.dumps(value, sort_keys=True) for key, value in NEUTRAL_ADDED_KEYS.items()}
+    return {key: value for key, value in flatten(config).items() if neutral.get(key) != value}
+
+
 def config_fingerprint(run: RunRecord) -> str:
     """Identical for runs that differ only in the seed (and tracking settings), and for a run from before a key in
-    ``KEYS_ADDED_LATER`` beside one that states the value the earlier run had."""
+    ``KEYS_ADDED_LATER`` (or ``harness.config.NEUTRAL_ADDED_KEYS``) beside one that states the value the earlier
+    run had."""
     if not run.config:
         return f"no-config:{run.rel_path}"
-    items = {k: v for k, v in flatten(run.config).items() if is_setting(k)}
+    items = {k: v for k, v in flat_settings(run.config).items() if is_setting(k)}
     for (model, key), value in KEYS_ADDED_LATER.items():
         if run.model == model and key not in items:
             items[key] = json.dumps(value, sort_keys=True)
@@ -211,7 +220,7 @@ def assign_variants(runs: list[RunRecord], max_keys: int = 3) -> None:
     for group in groups.values():
         if len({run.fingerprint for run in group}) < 2:
             continue
-        configurations = {run.fingerprint: flatten(run.config) for run in group}  # seeds of one count once
+        configurations = {run.fingerprint: flat_settings(run.config) for run in group}  # seeds of one count once
         names = dict(zip(configurations, telling_keys(list(configurations.values())), strict=True))
         for run in group:
             values, keys = configurations[run.fingerprint], names[run.fingerprint]

@@ -520,6 +520,28 @@ def budget_settings(epochs: int) -> dict[str, Any]:
     return {"train.max_epochs": epochs, "train.max_time_s": None}
 
 
+def step_budget(run: RunRecord) -> int | None:
+    """For a completed supervised run that the time cap stopped where :func:`checkpoint_budget` has no epochs (its
+    tested checkpoint is the validation the cap made part way through its last epoch, or its curves hold that one
+    validation only), the optimiser steps it trained; None for any other run, and like checkpoint_budget for a run
+    trained on a GPU, in a stack or resumed. The cap stops training after a batch and validates there;
+    ``train.max_steps`` (:func:`step_settings`) stops after that step and validates there too, so the same config
+    trained for these steps without the cap reaches that validation and checkpoint again, part way through the
+    epoch or at its end."""
+    stop, steps = run_stop(run), run.results.get("steps")
+    if run.is_stepwise or stop is None or stop.kind != "cap" or not isinstance(steps, int) or steps < 1 \
+            or run.gpu or len(run.results.get("stack") or []) > 1 or len(run.results.get("attempts") or []) > 1 \
+            or checkpoint_budget(run) is not None:
+        return None
+    validations = _validation_steps(run)
+    return steps if validations and validations[-1] == steps else None
+
+
+def step_settings(steps: int) -> dict[str, Any]:
+    """The config settings that train a capped run's :func:`step_budget`: that many steps, without the cap."""
+    return {"train.max_steps": steps, "train.max_time_s": None}
+
+
 def cycle_budget(run: RunRecord) -> int | None:
     """For a completed stepwise run that its time cap stopped, the outer cycles it trained; None for any other run.
     Trained for exactly these cycles without the cap (:func:`cycle_settings`), the same config and seed train the
@@ -540,13 +562,16 @@ def cycle_settings(cycles: int) -> dict[str, Any]:
 
 
 def capped_budget(run: RunRecord) -> dict[str, Any] | None:
-    """The settings that train a capped run's budget without the cap (:func:`checkpoint_budget` for a supervised
-    run, :func:`cycle_budget` for a stepwise one); None where it has none."""
+    """The settings that train a capped run's budget without the cap (:func:`checkpoint_budget`, else
+    :func:`step_budget`, for a supervised run, :func:`cycle_budget` for a stepwise one); None where it has none."""
     if run.is_stepwise:
         cycles = cycle_budget(run)
         return None if cycles is None else cycle_settings(cycles)
     epochs = checkpoint_budget(run)
-    return None if epochs is None else budget_settings(epochs)
+    if epochs is not None:
+        return budget_settings(epochs)
+    steps = step_budget(run)
+    return None if steps is None else step_settings(steps)
 
 
 def recorded_wall_time(run: RunRecord) -> float | None:

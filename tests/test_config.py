@@ -26,6 +26,22 @@ def test_run_id_is_stable_and_follows_the_config():
     assert run_id(compose("babi", "tpr_rnn", "smoke", ["seed=3"]).cfg).startswith("babi-tpr_rnn-smoke-s3-")
 
 
+def test_a_key_added_later_stays_out_of_the_run_id_at_its_neutral_value():
+    """``train.max_steps: null`` (added after runs were stored) leaves the id a config had before the key existed;
+    a step limit is another run."""
+    from omegaconf import OmegaConf
+
+    from harness.config import config_hash
+
+    cfg = compose("babi", "tpr_rnn", "smoke").cfg
+    assert cfg.train.max_steps is None
+    before = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    del before.train["max_steps"]  # the config as composed before the key existed
+    assert config_hash(cfg) == config_hash(before)
+    assert run_id(compose("babi", "tpr_rnn", "smoke", ["train.max_steps=5"]).cfg) != run_id(cfg)
+    assert cfg.train.max_steps is None  # the hash left the config itself as it was
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
@@ -35,6 +51,7 @@ def test_run_id_is_stable_and_follows_the_config():
         ("train.stop_at=yes", "bad value for 'train.stop_at' (command line): True is not a float (or null)"),
         ("train.max_time_s=abc", "bad value for 'train.max_time_s' (command line): 'abc' is not a float >= 0"),
         ("train.batch_size=0", "bad value for 'train.batch_size' (command line): 0 is not an int >= 1"),
+        ("train.max_steps=0", "bad value for 'train.max_steps' (command line): 0 is not an int >= 1"),
         ("train.monitor=val/nope", "'val/nope' is not one of val/acc, val/loss"),
         ("model.memory=sparse", "'sparse' is not one of parallel, factored, dense"),
         ("optim.name=adagrad", "'adagrad' is not one of adam, adamw"),

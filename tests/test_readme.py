@@ -443,10 +443,11 @@ def test_a_last_epoch_cut_short_by_the_time_cap_counts_as_the_part_trained_and_n
     assert [epochs_text(n) for n in (6, 5.13, 15.08, 0.25)] == ["6", "5.1", "15.0", "0.2"]
 
 
-def test_a_capped_runs_tested_checkpoint_is_an_epoch_budget_where_it_closed_a_whole_epoch():
+def test_a_capped_runs_tested_checkpoint_is_an_epoch_budget_where_it_closed_a_whole_epoch_else_a_step_budget():
     """checkpoint_budget: the epochs that reach a capped run's best checkpoint without the cap; none where that
     checkpoint is the cut-short epoch's, where the curves cannot tell, for a run not capped, on a GPU, in a stack
-    or resumed."""
+    or resumed. step_budget: the steps of such a run whose tested checkpoint the epochs do not reach, where it
+    validated at its last step."""
     import pandas as pd
 
     from reports.store import RunRecord
@@ -469,6 +470,19 @@ def test_a_capped_runs_tested_checkpoint_is_an_epoch_budget_where_it_closed_a_wh
     assert checkpoint_budget(run([100, 200, 250], 2, device="cuda: NVIDIA H200")) is None
     assert checkpoint_budget(run([100, 200, 250], 2, stack=["a", "b"])) is None
     assert checkpoint_budget(run([100, 200, 250], 2, attempts=[{}, {}])) is None
+
+    # where no epochs reach it (the cut-short epoch's validation, or the only one): the steps it trained
+    from reports.tables import capped_budget, step_budget
+
+    assert step_budget(run([100, 200, 250], 3)) == 250 and step_budget(run([250], 1)) == 250
+    assert capped_budget(run([100, 200, 250], 3)) == {"train.max_steps": 250, "train.max_time_s": None}
+    assert capped_budget(run([100, 200, 250], 2)) == {"train.max_epochs": 2, "train.max_time_s": None}
+    assert step_budget(run([100, 200, 250], 2)) is None  # the epochs reach it
+    assert step_budget(run([100, 200, 300], 3, max_time_s=None)) is None
+    assert step_budget(run([100, 200, 250], 3, device="cuda: NVIDIA H200")) is None
+    assert step_budget(run([100, 200, 250], 3, stack=["a", "b"])) is None
+    assert step_budget(run([100, 200, 250], 3, attempts=[{}, {}])) is None
+    assert step_budget(run([100, 200, 250], 3, steps=260)) is None  # no validation where the cap stopped it
 
 
 def test_a_stepwise_run_reads_as_stopped_by_its_own_rules_and_a_capped_one_has_its_cycles_as_budget():

@@ -484,6 +484,27 @@ def test_variants_name_where_a_configuration_departs_from_the_usual_one_counting
     assert telling_keys([{"model.operations": '["write"]'}, {}, {}]) == [["model.operations"], [], []]
 
 
+def test_a_run_stating_a_key_added_later_at_its_neutral_value_is_one_configuration_with_one_from_before(
+        tmp_path: Path):
+    """``train.max_steps: null`` (harness.config.NEUTRAL_ADDED_KEYS) beside a run whose config predates the key: one
+    configuration, one name; a step limit is another configuration, named by it."""
+    from reports.store import assign_variants, load_store
+
+    runs = tmp_path / "runs"
+    for tag, max_steps in (("a", "absent"), ("b", None), ("c", 500)):
+        path = write_run(runs, "babi", "lstm", 0, tag=tag, metrics={"test/acc": 0.5},
+                         task_cfg={"babi_id": 1, "source": "files", "data_set": "en-10k"})
+        if max_steps != "absent":
+            config = yaml.safe_load((path / "config.yaml").read_text())
+            config.setdefault("train", {})["max_steps"] = max_steps
+            (path / "config.yaml").write_text(yaml.safe_dump(config))
+    records = sorted(load_store(runs), key=lambda record: record.run_id)
+    assign_variants(records)
+    assert records[0].fingerprint == records[1].fingerprint != records[2].fingerprint
+    assert records[0].variant == records[1].variant == "task 1 [cpu] {train.max_steps=unset}"
+    assert records[2].variant == "task 1 [cpu] {train.max_steps=500}"
+
+
 def test_relations_game_cells_report_the_held_out_object_sets(tmp_path: Path):
     """A task with held-out test sets (task.test_sets) is reported on them, not on the training object set."""
     from reports.store import HELD_OUT, load_store

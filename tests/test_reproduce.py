@@ -1,10 +1,12 @@
 """``harness reproduce``: a stored supervised run trained again (one the time cap stopped, for the epochs up to its
-tested checkpoint, without the cap), or a stepwise one (a capped one for the cycles it trained), and every figure
-compared; the runs it cannot reproduce so, refused in one line. The runs here train at the smoke profile on generated
-bAbI data and generated Game of Life worlds (seconds)."""
+tested checkpoint, or the steps up to it where it came part way through an epoch, without the cap), or a stepwise
+one (a capped one for the cycles it trained), and every figure compared; the runs it cannot reproduce so, refused in
+one line. The runs here train at the smoke profile on generated bAbI data and generated Game of Life worlds
+(seconds)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from pathlib import Path
@@ -98,6 +100,30 @@ def test_a_capped_run_trains_the_epochs_up_to_its_tested_checkpoint_without_the_
     assert "bit for bit" in out
 
 
+def test_a_capped_run_whose_tested_checkpoint_came_part_way_through_an_epoch_trains_its_steps_without_the_cap(
+        env: dict[str, str], tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A run stopped after step 6 of its 4-step epochs (``train.max_steps``, validating there as the cap does) and
+    made to read as capped (a cap, 200 epochs, its best the cut-short epoch's validation): the epochs reach no
+    tested checkpoint, so the same config is trained for those 6 steps without the cap, validates at step 6 again
+    and gives the same figures."""
+    assert main(["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "task.source=generator",
+                 "train.max_steps=6"]) == 0
+    assert "train.max_steps=6 reached: validating there, then stopping" in capfd.readouterr().out
+    run = only_run(Path(env["HARNESS_RUNS_DIR"]))
+    with (run / "metrics.csv").open() as rows:
+        validated = [int(row["step"]) for row in csv.DictReader(rows) if row["val/acc"]]
+    assert validated == [4, 6] and json.loads((run / "results.json").read_text())["steps"] == 6
+    stored = tmp_path / "results" / "babi" / "lstm" / run.name
+    shutil.move(run, stored)
+    _edit(stored, "config.yaml", lambda config: config["train"].update(
+        {"max_epochs": 200, "max_time_s": 600, "max_steps": None, "early_stop_patience": None, "stop_at": None}))
+    _edit(stored, "results.json", lambda results: results["best"].update({"epoch": 2, "step": 6}))
+    assert main(["reproduce", stored.name, "--results-dir", str(stored.parents[2])]) == 0
+    out = capfd.readouterr().out
+    assert "stopped by its 10-minute cap after step 6, where it validated last: training those steps" in out
+    assert "train.max_steps=6" in out and "max_time_s=600" not in out and "bit for bit" in out
+
+
 def test_a_run_that_ended_by_its_own_rule_is_trained_again_without_its_time_cap(
         stored: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """Its cap did not stop it where it trained, but on a slower machine it would stop the same config sooner: the
@@ -121,7 +147,8 @@ def test_runs_it_cannot_reproduce_so_are_refused_in_one_line(tmp_path: Path, env
     for run_id, reason in (("boxworld-relational-cpu-s0-r", "is an RL run: reproduce trains supervised single runs "
                                                             "and stepwise runs"),
                            ("babi-lstm-cpu-s1-a", "is failed, not completed"),
-                           ("babi-lstm-cpu-s2-a", "its best validation came part way through its last epoch"),
+                           ("babi-lstm-cpu-s2-a", "its curves show no validation at the step where the cap "
+                                                  "stopped it"),
                            ("babi-lstm-cpu-s9-z", "no run 'babi-lstm-cpu-s9-z'")):
         assert main(["reproduce", run_id, "--results-dir", str(results)]) == 2, run_id
         err = capfd.readouterr().err

@@ -108,6 +108,8 @@ def test_a_stack_differing_in_more_than_seed_is_refused() -> None:
         check_stackable([_composed(0), _composed(0)])
     with pytest.raises(UserError, match="decay_below_val_loss"):
         check_stackable([_composed(0, "optim.decay_below_val_loss=0.5")])
+    with pytest.raises(UserError, match="train.max_steps is not implemented for stacks"):
+        check_stackable([_composed(0, "train.max_steps=5"), _composed(1, "train.max_steps=5")])
 
 
 def test_an_interrupted_stack_resumes_to_the_same_curves(stores: dict[str, Path],

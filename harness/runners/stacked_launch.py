@@ -69,7 +69,8 @@ from harness.vector_math import warm_vector_math
 
 
 def unstackable_reason(composed: Composed) -> str | None:
-    """Why runs of this config cannot train as a stack (its kind, protocol or learning-rate policy), or None."""
+    """Why runs of this config cannot train as a stack (its kind, protocol, learning-rate policy or step limit), or
+    None."""
     protocol = OmegaConf.select(composed.cfg, "protocol.name")  # only supervised configs have a protocol
     if composed.kind != "supervised":
         kind = {"rl": "an RL", "stepwise": "a stepwise"}.get(composed.kind, f"a {composed.kind}")
@@ -80,6 +81,9 @@ def unstackable_reason(composed: Composed) -> str | None:
                 "time with --seed")
     if composed.cfg.optim.decay_below_val_loss is not None:
         return "optim.decay_below_val_loss would give the members different learning rates: run them one by one"
+    if composed.cfg.train.get("max_steps") is not None:
+        return ("train.max_steps is not implemented for stacks (they stop at an epoch's end or at the time cap): "
+                "run the seeds one by one with --seed")
     return None
 
 

@@ -126,6 +126,23 @@ class StopAtTarget(pl.Callback):
             trainer.should_stop = True
 
 
+class StopAfterStep(pl.Callback):
+    """Stop training after optimiser step ``steps`` (``train.max_steps``) and validate there, as the time cap
+    stops: Lightning's ``Timer`` sets ``should_stop`` after a batch, and the epoch loop then validates before the
+    fit ends. A run trained to the step where a capped run stopped so validates and checkpoints where that run
+    did, also part way through an epoch (``harness reproduce``). Lightning's own ``max_steps`` ends the epoch
+    loop at that step without validating."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = int(steps)
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        if trainer.global_step >= self.steps and not trainer.should_stop:
+            print(f"train.max_steps={self.steps} reached: validating there, then stopping", flush=True)
+            trainer.should_stop = True
+
+
 class AtomicCheckpointIO(TorchCheckpointIO):
     """Checkpoints written through the run store's atomic writer (temporary file, fsync, rename), like every
     other file of a run: a kill never leaves a truncated checkpoint. They are read with ``weights_only=True``:
@@ -247,6 +264,8 @@ def train_and_test(cfg: DictConfig, data: TaskData, model: nn.Module, run: Run, 
     callbacks: list[pl.Callback] = [recorder, checkpoint]
     if train_cfg.stop_at is not None:
         callbacks.append(StopAtTarget(train_cfg.monitor, train_cfg.monitor_mode, train_cfg.stop_at))
+    if train_cfg.get("max_steps") is not None:
+        callbacks.append(StopAfterStep(train_cfg.max_steps))
     if train_cfg.early_stop_patience is not None:
         callbacks.append(EarlyStopping(monitor=train_cfg.monitor, mode=train_cfg.monitor_mode,
                                        patience=train_cfg.early_stop_patience, check_on_train_epoch_end=False))
