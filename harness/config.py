@@ -470,6 +470,7 @@ def check_registry(registry: Registry = REGISTRY) -> int:
     return count
 
 
+_ABSENT = object()
 NEUTRAL_ADDED_KEYS: dict[str, Any] = {"train.max_steps": None}
 """Config keys added after runs were stored, with the value that changes nothing: at that value a key stays out of
 the config hash, so a config composed now keeps the run id it had before the key existed (reports/store.py treats
@@ -479,8 +480,7 @@ such a run and one that states the value as one configuration)."""
 def config_hash(cfg: DictConfig) -> str:
     """A short, stable hash of the resolved configuration (the data fingerprint included; the keys of
     ``NEUTRAL_ADDED_KEYS`` left out at their neutral value)."""
-    neutral = [key for key, value in NEUTRAL_ADDED_KEYS.items()
-               if OmegaConf.select(cfg, key, default=_ABSENT) is not _ABSENT and OmegaConf.select(cfg, key) == value]
+    neutral = [key for key, value in NEUTRAL_ADDED_KEYS.items() if OmegaConf.select(cfg, key, default=_ABSENT) == value]
     if neutral:
         cfg = copy.deepcopy(cfg)
         OmegaConf.set_struct(cfg, False)
@@ -490,9 +490,6 @@ def config_hash(cfg: DictConfig) -> str:
             del node[leaf]
     text = OmegaConf.to_yaml(cfg, resolve=True, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
-
-
-_ABSENT = object()
 
 
 def run_id(cfg: DictConfig) -> str:

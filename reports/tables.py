@@ -492,6 +492,15 @@ def stop_rule(run: RunRecord) -> str | None:
     return stop.text if stop else None
 
 
+def _capped_alone_on_a_cpu(run: RunRecord) -> bool:
+    """Whether a completed supervised run was stopped by the time cap and trained on the CPU, alone and in one
+    attempt: a GPU is not bitwise deterministic, a stack's members train as one, and a fresh run does not draw a
+    resumed one's random numbers."""
+    stop = run_stop(run)
+    return not run.is_stepwise and stop is not None and stop.kind == "cap" and not run.gpu \
+        and len(run.results.get("stack") or []) <= 1 and len(run.results.get("attempts") or []) <= 1
+
+
 def checkpoint_budget(run: RunRecord) -> int | None:
     """For a completed supervised run that the time cap stopped, the epochs up to its tested (best) checkpoint,
     where that checkpoint closed a whole epoch; None for any other run. Trained for exactly these epochs without
@@ -502,10 +511,8 @@ def checkpoint_budget(run: RunRecord) -> int | None:
     with training: the README's Results section gives runs repeated both ways). None, too, for a run trained on a
     GPU (not bitwise deterministic), in a stack (its members train as one), or resumed (a fresh run does not draw
     the resumed one's random numbers)."""
-    best, stop, epochs = run.results.get("best"), run_stop(run), run.results.get("epochs")
-    if run.is_stepwise or stop is None or stop.kind != "cap" or not isinstance(best, dict) \
-            or not isinstance(epochs, int) \
-            or run.gpu or len(run.results.get("stack") or []) > 1 or len(run.results.get("attempts") or []) > 1:
+    best, epochs = run.results.get("best"), run.results.get("epochs")
+    if not _capped_alone_on_a_cpu(run) or not isinstance(best, dict) or not isinstance(epochs, int):
         return None
     best_epoch = best.get("epoch")
     if not isinstance(best_epoch, int) or best_epoch < 1:
@@ -528,10 +535,8 @@ def step_budget(run: RunRecord) -> int | None:
     ``train.max_steps`` (:func:`step_settings`) stops after that step and validates there too, so the same config
     trained for these steps without the cap reaches that validation and checkpoint again, part way through the
     epoch or at its end."""
-    stop, steps = run_stop(run), run.results.get("steps")
-    if run.is_stepwise or stop is None or stop.kind != "cap" or not isinstance(steps, int) or steps < 1 \
-            or run.gpu or len(run.results.get("stack") or []) > 1 or len(run.results.get("attempts") or []) > 1 \
-            or checkpoint_budget(run) is not None:
+    steps = run.results.get("steps")
+    if not _capped_alone_on_a_cpu(run) or not isinstance(steps, int) or steps < 1 or checkpoint_budget(run) is not None:
         return None
     validations = _validation_steps(run)
     return steps if validations and validations[-1] == steps else None
