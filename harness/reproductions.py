@@ -19,7 +19,9 @@ bit check under edited files is the evidence that carries the reference runs ove
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -67,9 +69,16 @@ def load(results_dir: Path) -> list[dict[str, Any]]:
 
 
 def append(results_dir: Path, check: dict[str, Any]) -> Path:
-    """Add a check to the stored log (written whole, atomically: a failed write leaves the old log)."""
-    checks = [*load(results_dir), check]
-    checks.sort(key=lambda entry: (str(entry["run_id"]), str(entry.get("checked_at", ""))))
-    path = results_dir / FILE
-    atomic_write_text(path, json.dumps(checks, indent=1, allow_nan=True) + "\n")
+    """Add a check to the stored log (written whole, atomically: a failed write leaves the old log). The store's
+    folder is locked from reading the log to writing it, so checks recorded by reproductions that end together
+    (two run side by side) are all kept."""
+    folder = os.open(results_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        checks = [*load(results_dir), check]
+        checks.sort(key=lambda entry: (str(entry["run_id"]), str(entry.get("checked_at", ""))))
+        path = results_dir / FILE
+        atomic_write_text(path, json.dumps(checks, indent=1, allow_nan=True) + "\n")
+    finally:
+        os.close(folder)  # closing the descriptor releases the lock
     return path

@@ -243,3 +243,22 @@ def test_a_member_of_a_stack_is_trained_again_with_its_stack(env: dict[str, str]
     out = capfd.readouterr().out
     assert "--seeds 0,1" in out and "stack of 2 runs" in out and "bit for bit" in out
     assert len(list((runs / "relations_game" / "predinet").iterdir())) == 2  # both members trained again
+
+
+def test_checks_recorded_at_the_same_time_are_all_kept(tmp_path: Path) -> None:
+    """Reproductions run side by side record their checks into one log: each append holds a lock on the store's
+    folder from reading the log to writing it (without it, most of these appends are lost to one another)."""
+    import threading
+
+    from harness.reproductions import append, load
+
+    def record(name: str) -> None:
+        for index in range(25):
+            append(tmp_path, {"run_id": f"{name}-{index}", "checked_at": "2026-11-30T00:00:00Z", "pad": "x" * 2000})
+
+    threads = [threading.Thread(target=record, args=(name,)) for name in "abcd"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(load(tmp_path)) == 100
