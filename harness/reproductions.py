@@ -72,6 +72,7 @@ def append(results_dir: Path, check: dict[str, Any]) -> Path:
     """Add a check to the stored log (written whole, atomically: a failed write leaves the old log). The store's
     folder is locked from reading the log to writing it, so checks recorded by reproductions that end together
     (two run side by side) are all kept."""
+    results_dir.mkdir(parents=True, exist_ok=True)  # as the log's atomic write would make it
     folder = os.open(results_dir, os.O_RDONLY)
     try:
         fcntl.flock(folder, fcntl.LOCK_EX)

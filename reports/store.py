@@ -158,11 +158,13 @@ KEYS_ADDED_LATER: dict[tuple[str, str], Any] = {("tpr_rnn", "model.operations"):
 (its code knew no other): a run without the entry is the same experiment as one that states that value."""
 
 
+_NEUTRAL_FLAT = {key: json.dumps(value, sort_keys=True) for key, value in NEUTRAL_ADDED_KEYS.items()}
+
+
 def flat_settings(config: Any) -> dict[str, str]:
     """:func:`flatten` without the entries of ``harness.config.NEUTRAL_ADDED_KEYS`` at their neutral value: a run
     that states such a value and one from before the key existed have the same settings."""
-    neutral = {key: json.dumps(value, sort_keys=True) for key, value in NEUTRAL_ADDED_KEYS.items()}
-    return {key: value for key, value in flatten(config).items() if neutral.get(key) != value}
+    return {key: value for key, value in flatten(config).items() if _NEUTRAL_FLAT.get(key) != value}
 
 
 def config_fingerprint(run: RunRecord) -> str:

@@ -185,12 +185,13 @@ def test_a_run_counts_only_its_own_epochs(env: dict[str, str]) -> None:
     from pathlib import Path
 
     from harness.cli import main
+    from harness.runners.supervised import load_checkpoint
     from tests.conftest import only_run
 
     assert main(["bench", "--task", "babi", "--model", "memn2n", "--profile", "smoke", "task.source=generator",
                  "train.max_epochs=2"]) == 0
     run = only_run(Path(env["HARNESS_RUNS_DIR"]))
-    saved = torch.load(run / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]["model._extra_state"]
+    saved = load_checkpoint(run / "checkpoints" / "last.ckpt")["state_dict"]["model._extra_state"]
     assert saved == {"epochs": 1, "after_eval": True}
 
 

@@ -262,3 +262,4 @@ def test_checks_recorded_at_the_same_time_are_all_kept(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert len(load(tmp_path)) == 100
+    assert append(tmp_path / "new", {"run_id": "e", "checked_at": "x"}).is_file()  # a store not made yet is made
