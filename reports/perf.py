@@ -322,8 +322,9 @@ RENDERERS: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]]]] = {
     "stepwise_gpu": ("Stepwise training on a GPU at the papers' sizes (Algorithm 1, the `paper` profiles)",
                      _stepwise),
     "babi_tasks": ("TPR-RNN's training step on each bAbI task", _babi),
-    "babi_tasks_trim": ("What if each batch were cut to its longest story: TPR-RNN's training step on each bAbI task "
-                        "(`--trim`; the runs pad every batch to the task's longest story)", _babi),
+    "babi_tasks_trim": ("Each batch cut to its longest story: TPR-RNN's training step on each bAbI task with "
+                        "`task.trim_batches=true` (`--trim`; by default a run pads every batch to the task's "
+                        "longest story)", _babi),
     "babi_tasks_factored": ("TPR-RNN's training step with the factored memory (`model.memory=factored`), tasks 1 "
                             "and 3", _babi),
     "agents": ("Gradient step of the relational and 2-simplicial agents (bridge BoxWorld batches, forward and "

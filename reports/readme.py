@@ -38,7 +38,7 @@ from reports.store import (
     RunRecord,
     cfg_get,
     fingerprint_of,
-    flatten,
+    flat_settings,
     load_stores,
     natural_key,
     shown_value,
@@ -149,7 +149,7 @@ def told_apart(configurations: list[list[RunRecord]], row_key: Callable[[RunReco
     tells it apart from the configurations whose rows would otherwise read alike (the same ``row_key``). None
     for a configuration alone in its family, or that keeps every setting most of its family share
     (:func:`reports.store.telling_keys`)."""
-    flat = [flatten(group[0].config) for group in configurations]
+    flat = [flat_settings(group[0].config) for group in configurations]  # a neutral added key: as if unset
     keys: list[list[str]] = [[] for _ in configurations]
     passes = ((family_key, named), (row_key, lambda key: True))
     for key_of, compared in passes:
@@ -218,7 +218,7 @@ def babi_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
     joint = [group for group in groups(runs, "babi") if _all_tasks(group)]
     plain = [group for group, apart in labelled if not apart]
     return ["### bAbI (Schlag & Schmidhuber 2018, Table 2)", "", *table2_summary_lines(plain, table3_line(papers)),
-            *_table(header, rows), *fidelity_lines(order), *ablation_lines(order, papers, diverged),
+            *_table(header, rows), *fidelity_lines(order), *ablation_lines(plain, papers, diverged),
             *all_tasks_lines(joint, papers)]
 
 
@@ -305,7 +305,9 @@ def _agreement(verdicts: list[bool]) -> str:
 def ablation_lines(babi_groups: list[list[RunRecord]], papers: list[PaperSpec],
                    diverged: ByConfig | None = None) -> list[str]:
     """Table 3's ablations (``model.operations``, ``sweeps/babi_tpr_rnn_ablations_cpu.yaml``) beside the full model's
-    runs of the same tasks at the same budget on the same data source; nothing when there are none."""
+    runs of the same tasks at the same budget on the same data source; nothing when there are none. ``babi_groups``
+    are the plain configurations (:func:`told_apart` names no setting of theirs): a full model trained with another
+    setting, e.g. ``task.trim_batches=true``, is not the one the ablations took parts away from."""
     def task_budget_source(group: list[RunRecord]) -> tuple[Any, str, Any]:
         return cfg_get(group[0].config, "task.babi_id"), _budget(group[0]), cfg_get(group[0].config, "task.source")
 

@@ -242,9 +242,12 @@ def telling_keys(flat_configs: list[dict[str, str]]) -> list[list[str]]:
     """For each of these flattened configs, the differing entries (:func:`differing_keys`) that name it: an entry
     on which most of them agree (one value held by more of them than any other) only where it departs from that
     usual value, any other always. Five configurations that each change one setting of a sixth are named by
-    that setting alone, the sixth by none; two configurations never end up with the same names and values."""
+    that setting alone, the sixth by none; two configurations never end up with the same names and values. The
+    usual value of a key in ``harness.config.NEUTRAL_ADDED_KEYS`` is its neutral one (unset, in configs flattened
+    by :func:`flat_settings`), whatever most of them hold: what every run before the key computed."""
     keys = differing_keys(flat_configs)
-    usual = {key: _usual_value([values.get(key) for values in flat_configs]) for key in keys}
+    usual = {key: None if key in NEUTRAL_ADDED_KEYS else _usual_value([values.get(key) for values in flat_configs])
+             for key in keys}
     return [[key for key in keys if usual[key] is _NO_USUAL_VALUE or values.get(key) != usual[key]]
             for values in flat_configs]
 

@@ -1,6 +1,7 @@
 from pathlib import Path
 
 import pytest
+import torch
 from omegaconf import OmegaConf
 
 from harness.errors import DataFormatError, UserError
@@ -136,3 +137,51 @@ def test_official_layouts_are_found(tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
     data = BabiTask(task_cfg(data_set="en-valid-10k")).load()
     assert len(data.train) == len(data.val) == len(data.test) == 3
+
+
+@pytest.fixture(scope="module")
+def task2_cut():
+    """bAbI task 2 (stories of 2 to 70 statements) loaded with ``task.trim_batches=true``, and 16 of its
+    training examples that are all shorter than its longest story."""
+    from harness.config import compose
+    from harness.runners.build import prepare_task
+
+    composed = compose("babi", "tpr_rnn", "smoke", ["task.babi_id=2", "task.trim_batches=true",
+                                                    "task.source=generator"])
+    data = prepare_task(composed).task.load()
+    lengths = data.train.tensors["story_len"]
+    short = [int(i) for i in torch.nonzero(lengths < data.info["max_story_len"] // 2).flatten()[:16]]
+    return data, short
+
+
+def test_trimmed_batches_are_cut_to_their_longest_story(task2_cut):
+    from tasks.babi.joint import TrimmedStories
+
+    data, short = task2_cut
+    assert all(isinstance(split, TrimmedStories) for split in (data.train, data.val, data.test))
+    batch = data.train.__getitems__(short)
+    longest = int(data.train.tensors["story_len"][short].max())
+    assert batch["story"].shape[1] == longest < data.info["max_story_len"]
+    assert torch.equal(batch["story"], data.train.tensors["story"][short][:, :longest])  # only padding is cut
+    plain = BabiTask(task_cfg(babi_id=2, source="generator")).load()  # the default: batches padded to T
+    assert plain.train.__getitems__(short)["story"].shape[1] == plain.info["max_story_len"]
+
+
+@pytest.mark.parametrize("model_name", ["tpr_rnn", "memn2n", "lstm", "ll_rnn"])
+def test_cutting_the_padding_changes_no_output_of_the_masking_models(task2_cut, model_name):
+    """The models that read a story up to ``story_len`` give the same logits on a cut batch as on the padded one
+    (evaluation mode: MemN2N's training noise draws as many values as there are memory slots)."""
+    from harness.config import compose
+    from harness.data import TARGET
+    from harness.registry import load_entry
+
+    data, short = task2_cut
+    composed = compose("babi", model_name, "smoke", ["task.babi_id=2"])
+    torch.manual_seed(0)
+    model = load_entry(composed.model.interfaces["story"])(composed.cfg.model, data.info).double().eval()
+    cut = data.train.__getitems__(short)
+    full = {name: tensor[short] for name, tensor in data.train.tensors.items()}
+    assert cut["story"].shape[1] < full["story"].shape[1]
+    with torch.no_grad():
+        logits = [model(**{k: v for k, v in batch.items() if k != TARGET}) for batch in (cut, full)]
+    assert torch.allclose(logits[0], logits[1], atol=1e-10)

@@ -26,20 +26,21 @@ def test_run_id_is_stable_and_follows_the_config():
     assert run_id(compose("babi", "tpr_rnn", "smoke", ["seed=3"]).cfg).startswith("babi-tpr_rnn-smoke-s3-")
 
 
-def test_a_key_added_later_stays_out_of_the_run_id_at_its_neutral_value():
-    """``train.max_steps: null`` (added after runs were stored) leaves the id a config had before the key existed;
-    a step limit is another run."""
+@pytest.mark.parametrize(("section", "key", "other"), [("train", "max_steps", "5"), ("task", "trim_batches", "true")])
+def test_a_key_added_later_stays_out_of_the_run_id_at_its_neutral_value(section, key, other):
+    """``train.max_steps: null`` and ``task.trim_batches: false`` (added after runs were stored) leave the id a
+    config had before the key existed; another value is another run."""
     from omegaconf import OmegaConf
 
-    from harness.config import config_hash
+    from harness.config import NEUTRAL_ADDED_KEYS, config_hash
 
     cfg = compose("babi", "tpr_rnn", "smoke").cfg
-    assert cfg.train.max_steps is None
+    assert cfg[section][key] == NEUTRAL_ADDED_KEYS[f"{section}.{key}"]
     before = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
-    del before.train["max_steps"]  # the config as composed before the key existed
+    del before[section][key]  # the config as composed before the key existed
     assert config_hash(cfg) == config_hash(before)
-    assert run_id(compose("babi", "tpr_rnn", "smoke", ["train.max_steps=5"]).cfg) != run_id(cfg)
-    assert cfg.train.max_steps is None  # the hash left the config itself as it was
+    assert run_id(compose("babi", "tpr_rnn", "smoke", [f"{section}.{key}={other}"]).cfg) != run_id(cfg)
+    assert cfg[section][key] == NEUTRAL_ADDED_KEYS[f"{section}.{key}"]  # the hash left the config as it was
 
 
 @pytest.mark.parametrize(

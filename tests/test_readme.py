@@ -211,6 +211,30 @@ def test_ablations_stand_beside_the_full_model_at_their_own_budget(tmp_path):
     assert "| write | " in rows[1] and "30.00" in rows[1] and "> 5 (failed)" in rows[1]
 
 
+def test_a_full_model_trained_on_cut_batches_is_its_own_row_and_not_set_beside_the_ablations(tmp_path):
+    """``task.trim_batches=true`` (a key added after the runs from before it, harness.config.NEUTRAL_ADDED_KEYS): the
+    full model trained so is its own row of the Table 2 list, named by the setting, while the one stating the
+    neutral value pools with the run from before the key as the plain row; Table 3's ablations stand beside the
+    plain row only, and the Table 2 sentence counts it."""
+    store = tmp_path / "results"
+    for tag, seed, trim, operations, error in (("a", 0, False, None, 0.002), ("b", 1, None, None, 0.004),
+                                               ("c", 0, True, None, 0.01), ("d", 0, None, ["write"], 0.3)):
+        path = write_run(store, "babi", "tpr_rnn", seed, tag=tag, metrics={"test/acc": 1 - error, "test/error": error},
+                         task_cfg={"babi_id": 2, "source": "files", "data_set": "en-10k",
+                                   **({} if trim is None else {"trim_batches": trim})})
+        _set_budget_and_operations(path, 1200, 20, operations)
+    text = render(store)
+    rows = [line for line in text.splitlines() if line.startswith("| 2 | tpr_rnn")]
+    assert len(rows) == 3, rows
+    assert any(line.startswith("| 2 | tpr_rnn |") and "`babi-tpr_rnn-cpu-s0-a`, `babi-tpr_rnn-cpu-s1-b`" in line
+               for line in rows), rows
+    assert any(line.startswith("| 2 | tpr_rnn (trim_batches true) |") and "| 1 | 1.00 |" in line for line in rows)
+    ablations = text.split("Ablations of the memory operations")[1].split("\n\n")[1]
+    full = [line for line in ablations.splitlines() if line.startswith("| 2 | write + move + backlink |")]
+    assert len(full) == 1 and "`babi-tpr_rnn-cpu-s0-a`" in full[0], full
+    assert "test error at or under 5% on 1 of the 1 tasks, by the mean of 2 seeds a task" in text
+
+
 def test_each_ablation_row_says_whether_its_seeds_mean_agrees_with_table_3_and_the_rows_are_counted(tmp_path):
     """Table 3 gives a verdict, not an error: a row agrees when the mean over its seeds falls on the paper's side
     of 5%. On task 10 the paper's write-only and write + move models failed; here the write alone fails (30%) and

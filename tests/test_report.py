@@ -482,12 +482,17 @@ def test_variants_name_where_a_configuration_departs_from_the_usual_one_counting
     assert names == ["task 1 [cpu]", "task 1 [cpu] {model.hidden_size=32}", "task 1 [cpu] {optim.lr=0.003}"], names
     # an entry most configurations leave unset is usual unset: only the one that sets it is named by it
     assert telling_keys([{"model.operations": '["write"]'}, {}, {}]) == [["model.operations"], [], []]
+    # a key added later (harness.config.NEUTRAL_ADDED_KEYS) is usual at its neutral value, however many set it
+    assert telling_keys([{"task.trim_batches": "true"}, {}]) == [["task.trim_batches"], []]
+    assert telling_keys([{"task.trim_batches": "true"}, {"task.trim_batches": "true"}, {}]) == \
+        [["task.trim_batches"], ["task.trim_batches"], []]
 
 
 def test_a_run_stating_a_key_added_later_at_its_neutral_value_is_one_configuration_with_one_from_before(
         tmp_path: Path):
     """``train.max_steps: null`` (harness.config.NEUTRAL_ADDED_KEYS) beside a run whose config predates the key: one
-    configuration, one name; a step limit is another configuration, named by it."""
+    configuration, named by no setting (the key's neutral value is its usual one, what every run before it did);
+    a step limit is another configuration, named by it."""
     from reports.store import assign_variants, load_store
 
     runs = tmp_path / "runs"
@@ -501,7 +506,7 @@ def test_a_run_stating_a_key_added_later_at_its_neutral_value_is_one_configurati
     records = sorted(load_store(runs), key=lambda record: record.run_id)
     assign_variants(records)
     assert records[0].fingerprint == records[1].fingerprint != records[2].fingerprint
-    assert records[0].variant == records[1].variant == "task 1 [cpu] {train.max_steps=unset}"
+    assert records[0].variant == records[1].variant == "task 1 [cpu]"
     assert records[2].variant == "task 1 [cpu] {train.max_steps=500}"
 
 

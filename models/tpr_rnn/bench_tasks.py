@@ -42,9 +42,10 @@ from models.step_timing import median_step_ms
 def task_step(babi_id: int, memory: str, seed: int = 0,
               trim: bool = False) -> tuple[Callable[[], None], int, int, float]:
     """(one training step of TPR-RNN on task ``babi_id``, batch size, stored story length, mean real statements
-    per example over the timed batches). ``trim``: each batch's statement axis is cut to its longest story first
-    (what a run does not do; the model reads the same statements, ``story_len`` masks the rest)."""
-    composed = compose("babi", "tpr_rnn", "cpu", [f"task.babi_id={babi_id}", f"model.memory={memory}"])
+    per example over the timed batches). ``trim``: each batch's statement axis is cut to its longest story
+    (``task.trim_batches=true``; the model reads the same statements, ``story_len`` masks the rest)."""
+    overrides = [f"task.babi_id={babi_id}", f"model.memory={memory}", f"task.trim_batches={str(trim).lower()}"]
+    composed = compose("babi", "tpr_rnn", "cpu", overrides)
     cfg = composed.cfg
     data = prepare_task(composed).task.load()
     pl.seed_everything(seed, verbose=False)
@@ -54,8 +55,6 @@ def task_step(babi_id: int, memory: str, seed: int = 0,
     order = torch.randperm(len(data.train), generator=torch.Generator().manual_seed(seed)).tolist()
     batches = [data.train.__getitems__(order[i:i + batch_size])
                for i in range(0, len(order) - batch_size + 1, batch_size)][:64]
-    if trim:
-        batches = [{**batch, "story": batch["story"][:, :int(batch["story_len"].max())]} for batch in batches]
     cycle = itertools.cycle(batches)
 
     def step() -> None:
@@ -78,7 +77,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--memory", default="parallel", choices=["parallel", "factored", "dense"])
     parser.add_argument("--trim", action="store_true",
-                        help="cut each batch's statement axis to its longest story (a what-if: runs pad to the task's)")
+                        help="cut each batch's statement axis to its longest story (task.trim_batches=true; by default "
+                             "runs pad to the task's longest)")
     args = parser.parse_args(argv)
     tasks = sorted(set(args.tasks) | {1})  # task 1 is the reference
     torch.set_num_threads(args.threads)
