@@ -62,8 +62,8 @@ publish: $(STAMP)
 # Train a stored supervised or stepwise run again (a capped one for the epochs up to its tested checkpoint, or the
 # cycles it trained) and compare every figure; RECORD=1 keeps the check in results/reproductions.json.
 reproduce: $(STAMP)
-	@test -n "$(RUN)" || { echo "make reproduce: name a run, e.g. make reproduce RUN=babi-lstm-cpu-s0-7a57f5e9 (harness runs --reference)" >&2; exit 2; }
-	$(BIN)/harness reproduce $(RUN) $(if $(RECORD),--record)
+	@test -n "$(RUN)$(UNCHECKED)" || { echo "make reproduce: name a run, e.g. make reproduce RUN=babi-lstm-cpu-s0-7a57f5e9 (harness runs --reference), or UNCHECKED=1 [MINUTES=60] for the runs not checked yet" >&2; exit 2; }
+	$(BIN)/harness reproduce $(if $(UNCHECKED),--unchecked $(if $(MINUTES),--minutes $(MINUTES)),$(RUN)) $(if $(RECORD),--record)
 
 # Rewrite the README's result tables from results/ (a test fails while they disagree).
 readme: $(STAMP)

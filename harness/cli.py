@@ -251,7 +251,20 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     results = RESULTS_DIR if args.results_dir is None else Path(args.results_dir) if args.results_dir else None
     if results is not None and not results.is_dir():
         raise UserError(f"--results-dir {results}: no such folder")
-    return reproduce_run(args.run, Path(args.runs_dir) if args.runs_dir else default_runs_dir(), results, args.record)
+    runs_dir = Path(args.runs_dir) if args.runs_dir else default_runs_dir()
+    if bool(args.run) == args.unchecked:
+        raise UserError("harness reproduce: name a run, or --unchecked for the reference runs no check has trained "
+                        "again yet, not both" if args.run else "harness reproduce: name a run (harness runs "
+                        "--reference), or --unchecked for the reference runs no check has trained again yet")
+    if not args.unchecked and (args.minutes is not None or args.list):
+        raise UserError("--minutes and --list go with --unchecked (the queue of runs not checked yet)")
+    if args.minutes is not None and not args.minutes > 0:  # nan and infinities are not budgets either
+        raise UserError(f"--minutes {args.minutes:g}: give a number of minutes > 0")
+    if args.unchecked:
+        from harness.reproduce_unchecked import reproduce_unchecked
+
+        return reproduce_unchecked(runs_dir, results, args.record, args.minutes, args.list)
+    return reproduce_run(args.run, runs_dir, results, args.record)
 
 
 def cmd_carry(args: argparse.Namespace) -> int:
@@ -655,12 +668,19 @@ def build_parser() -> argparse.ArgumentParser:
               "stepwise run: the outer cycles it trained) without the cap, a budget independent of the machine's "
               "speed. On the same kind of CPU every figure comes back bit for bit. "
               "Exit code 0 when every figure is equal, 1 when one differs"))
-    p.add_argument("run", help="a run id (from `harness runs --reference` or `harness runs`) or a run directory")
+    p.add_argument("run", nargs="?", default=None,
+                   help="a run id (from `harness runs --reference` or `harness runs`) or a run directory")
     p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP + " (where the run is trained again)")
     p.add_argument("--results-dir", default=None,
                    help="the reference store searched first (default: results/; '' for none)")
     p.add_argument("--record", action="store_true",
                    help="add the check to the reference store's reproductions.json (the README's Reproduced table)")
+    p.add_argument("--unchecked", action="store_true",
+                   help="instead of one run: every reference run no check has trained again yet that trained on a CPU "
+                        "of this machine's kind, the cheapest first (harness/reproduce_unchecked.py)")
+    p.add_argument("--minutes", type=float, default=None,
+                   help="with --unchecked: stop before a run that would not fit in these minutes (as it trained)")
+    p.add_argument("--list", action="store_true", help="with --unchecked: print the queue, train nothing")
     p.set_defaults(func=cmd_reproduce)
     text = "carry the reference runs over an edit shown to compute nothing differently, so they do not read as stale"
     p = sub.add_parser("carry", help=text, description=_sentence(

@@ -263,3 +263,42 @@ def test_checks_recorded_at_the_same_time_are_all_kept(tmp_path: Path) -> None:
         thread.join()
     assert len(load(tmp_path)) == 100
     assert append(tmp_path / "new", {"run_id": "e", "checked_at": "x"}).is_file()  # a store not made yet is made
+
+
+def test_the_unchecked_queue_holds_the_runs_of_this_machines_cpu_kind_not_checked_yet_cheapest_first(
+        stored: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A run trained here qualifies, and one whose record names only this machine's processor (recorded before the
+    CPU model was); one from another kind of CPU, one trained on a GPU and one without a machine record do not."""
+    results = stored.parents[2]
+    here = json.loads((stored / "results.json").read_text())["machine"]
+    hosts = {3: {"processor": "AMD EPYC", "cpu_id": "AuthenticAMD family 25 model 1 stepping 1",
+                 "cpu_capability": "AVX2"}, 4: here, 5: {"processor": here["processor"]}, 6: None}
+    for seed, host in hosts.items():
+        run = write_run(results, "babi", "lstm", seed, metrics={"test/acc": 0.5})
+        _edit(run, "results.json", lambda results, seed=seed, host=host: results.update(
+            {**({"machine": host} if host else {}), "wall_time_s": 0.5,
+             **({"device": "cuda: NVIDIA H200"} if seed == 4 else {})}))
+    assert main(["reproduce", "--unchecked", "--list", "--results-dir", str(results)]) == 0
+    lines = capfd.readouterr().out.strip().splitlines()
+    assert [line.split()[2] for line in lines[:-1]] == ["babi-lstm-cpu-s5-a", stored.name], lines
+    assert lines[-1].startswith("2 runs, ")
+
+
+def test_the_unchecked_runs_are_trained_again_and_recorded_within_the_minutes_given(
+        stored: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    results = stored.parents[2]
+    queue = ["reproduce", "--unchecked", "--record", "--results-dir", str(results)]
+    assert main([*queue, "--minutes", "0.0001"]) == 0  # the run took longer: nothing trained
+    out = capfd.readouterr().out
+    assert f"stopping before {stored.name}" in out and "0 of the 0 runs trained again" in out
+    assert main(queue) == 0
+    out = capfd.readouterr().out
+    assert f"[1/1] {stored.name}" in out and "1 of the 1 runs trained again came back bit for bit" in out
+    assert main(["reproduce", "--unchecked", "--list", "--results-dir", str(results)]) == 0
+    assert "no reference run is left unchecked" in capfd.readouterr().out
+    for wrong, said in ((["reproduce"], "name a run"), (["reproduce", stored.name, "--unchecked"], "not both"),
+                        (["reproduce", stored.name, "--list"], "go with --unchecked"),
+                        (["reproduce", "--unchecked", "--minutes", "nan"], "give a number of minutes > 0")):
+        assert main(wrong) == 2, wrong
+        err = capfd.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1, err
