@@ -258,8 +258,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                         "--reference), or --unchecked for the reference runs no check has trained again yet")
     if not args.unchecked and (args.minutes is not None or args.list):
         raise UserError("--minutes and --list go with --unchecked (the queue of runs not checked yet)")
-    if args.minutes is not None and not args.minutes > 0:  # nan and infinities are not budgets either
-        raise UserError(f"--minutes {args.minutes:g}: give a number of minutes > 0")
+    if args.minutes is not None and not (math.isfinite(args.minutes) and args.minutes > 0):
+        raise UserError(f"--minutes {args.minutes:g}: give a finite number of minutes > 0")
     if args.unchecked:
         from harness.reproduce_unchecked import reproduce_unchecked
 

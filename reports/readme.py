@@ -307,7 +307,9 @@ def ablation_lines(babi_groups: list[list[RunRecord]], papers: list[PaperSpec],
     """Table 3's ablations (``model.operations``, ``sweeps/babi_tpr_rnn_ablations_cpu.yaml``) beside the full model's
     runs of the same tasks at the same budget on the same data source; nothing when there are none. ``babi_groups``
     are the plain configurations (:func:`told_apart` names no setting of theirs): a full model trained with another
-    setting, e.g. ``task.trim_batches=true``, is not the one the ablations took parts away from."""
+    setting, e.g. ``task.trim_batches=true``, is not the one the ablations took parts away from, and an ablation
+    trained with another setting (a learning rate, say) has no full model here to stand beside, so it stays in the
+    Table 2 list only."""
     def task_budget_source(group: list[RunRecord]) -> tuple[Any, str, Any]:
         return cfg_get(group[0].config, "task.babi_id"), _budget(group[0]), cfg_get(group[0].config, "task.source")
 

@@ -160,3 +160,49 @@ def test_the_check_of_a_models_output_leaves_the_model_as_it_was():
     check_model_output(composed, SimpleNamespace(loaded=data, model=model))
     assert model.evaluations == 0 and model.training  # the check ran on a copy, in eval mode
 
+
+
+class Statements(nn.Module):
+    """A bAbI reader: ``fixed`` flattens every statement slot (a fixed number of them, as the entity adapters
+    mlp1, mlp2, PrediNet, MHA and 2-simplicial do), else it averages the slots, padding included (``masked``: the
+    real statements only, as TPR-RNN and MemN2N read a story)."""
+
+    def __init__(self, slots: int, classes: int, fixed: bool = False, masked: bool = False) -> None:
+        super().__init__()
+        self.fixed, self.masked = fixed, masked
+        self.out = nn.Linear(slots if fixed else 1, classes)
+
+    def forward(self, story: torch.Tensor, story_len: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+        values = story.float().sum(-1)  # [B, T]
+        if self.fixed:
+            return self.out(values)
+        if self.masked:
+            return self.out((values.sum(1) / story_len.clamp(min=1)).unsqueeze(1))
+        return self.out(values.mean(1, keepdim=True))
+
+
+def cut_stories() -> TaskData:
+    """Six stories of 1 to 6 statements padded to 6, handed out cut to each batch's longest
+    (tasks.babi.joint.TrimmedStories, what task.trim_batches=true gives)."""
+    from tasks.babi.joint import TrimmedStories
+
+    lengths = torch.tensor([6, 5, 1, 4, 2, 3])
+    story = (torch.arange(6).unsqueeze(0) < lengths.unsqueeze(1)).long().unsqueeze(-1).expand(6, 6, 3)  # [6, 6, 3]
+    split = TrimmedStories({"story": story.contiguous(), "story_len": lengths,
+                            "query": torch.ones(6, 3, dtype=torch.long), "target": torch.zeros(6, dtype=torch.long)})
+    return TaskData(train=split, val=split, test=split, info={"num_classes": 4, "max_story_len": 6}, source="")
+
+
+def test_a_model_that_reads_a_fixed_number_of_statements_is_refused_cut_batches_in_one_line(capsys):
+    from harness.runners.launch import narrowest_examples
+
+    composed, data = compose("babi", "tpr_rnn", "smoke"), cut_stories()
+    assert narrowest_examples(data.val) == [2, 4]  # the shortest stories, whose batch is cut most
+    with pytest.raises(UserError, match="on a batch cut to its longest story, where the padded batch runs: the model "
+                                        "reads a fixed number of statements") as raised:
+        check_model_output(composed, SimpleNamespace(loaded=data, model=Statements(6, 4, fixed=True)))
+    assert len(str(raised.value).splitlines()) == 1
+    check_model_output(composed, SimpleNamespace(loaded=data, model=Statements(6, 4, masked=True)))
+    assert capsys.readouterr().out == ""  # the same output either way: nothing to say
+    check_model_output(composed, SimpleNamespace(loaded=data, model=Statements(6, 4)))
+    assert "note: tpr_rnn's output on a batch cut to its longest story differs" in capsys.readouterr().out

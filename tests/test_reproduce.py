@@ -282,6 +282,8 @@ def test_the_unchecked_queue_holds_the_runs_of_this_machines_cpu_kind_not_checke
     lines = capfd.readouterr().out.strip().splitlines()
     assert [line.split()[2] for line in lines[:-1]] == ["babi-lstm-cpu-s5-a", stored.name], lines
     assert lines[-1].startswith("2 runs, ")
+    assert main(["reproduce", "--unchecked", "--list", "--minutes", "0.01", "--results-dir", str(results)]) == 0
+    assert capfd.readouterr().out.strip().splitlines()[-1] == "1 of them fit in --minutes 0.01 at the pace they trained"
 
 
 def test_the_unchecked_runs_are_trained_again_and_recorded_within_the_minutes_given(
@@ -290,15 +292,23 @@ def test_the_unchecked_runs_are_trained_again_and_recorded_within_the_minutes_gi
     queue = ["reproduce", "--unchecked", "--record", "--results-dir", str(results)]
     assert main([*queue, "--minutes", "0.0001"]) == 0  # the run took longer: nothing trained
     out = capfd.readouterr().out
-    assert f"stopping before {stored.name}" in out and "0 of the 0 runs trained again" in out
-    assert main(queue) == 0
+    assert f"stopping before {stored.name}" in out and "0 of 0 runs trained again" in out
+    assert "1 of the 1 in the queue not reached" in out
+    broken = write_run(results, "babi", "gone", 7, metrics={"test/acc": 0.5})  # cheaper; its model is no more
+    here = json.loads((stored / "results.json").read_text())["machine"]
+    _edit(broken, "results.json", lambda results: results.update(machine=here, wall_time_s=0.5))
+    assert main(queue) == 1  # one run not trained
     out = capfd.readouterr().out
-    assert f"[1/1] {stored.name}" in out and "1 of the 1 runs trained again came back bit for bit" in out
+    assert "[1/2] babi-gone-cpu-s7-a" in out and "skipped babi-gone-cpu-s7-a: " in out
+    assert f"[2/2] {stored.name}" in out
+    assert "1 of 1 run trained again came back bit for bit; not trained: babi-gone-cpu-s7-a" in out
+    shutil.rmtree(broken)
     assert main(["reproduce", "--unchecked", "--list", "--results-dir", str(results)]) == 0
-    assert "no reference run is left unchecked" in capfd.readouterr().out
+    assert "is left unchecked that this machine can train again bit for bit" in capfd.readouterr().out
     for wrong, said in ((["reproduce"], "name a run"), (["reproduce", stored.name, "--unchecked"], "not both"),
                         (["reproduce", stored.name, "--list"], "go with --unchecked"),
-                        (["reproduce", "--unchecked", "--minutes", "nan"], "give a number of minutes > 0")):
+                        (["reproduce", "--unchecked", "--minutes", "nan"], "give a finite number of minutes > 0"),
+                        (["reproduce", "--unchecked", "--minutes", "inf"], "give a finite number of minutes > 0")):
         assert main(wrong) == 2, wrong
         err = capfd.readouterr().err
         assert said in err and len(err.strip().splitlines()) == 1, err

@@ -542,17 +542,30 @@ def check_model_output(composed: Composed, prepared: Prepared) -> None:
 
     data, model = prepared.loaded, prepared.model
     split = data.val if len(data.val) else data.train
-    batch = split.__getitems__(list(range(min(2, len(split)))))
+    indices = narrowest_examples(split)
+    batch = split.__getitems__(indices)
     inputs = {name: tensor for name, tensor in batch.items() if name != TARGET}
+    stored = getattr(split, "tensors", None)
+    padded = {name: stored[name][indices] for name in inputs} if isinstance(stored, dict) else inputs
+    cut = any(padded[name].shape != tensor.shape for name, tensor in inputs.items())
     entry = composed.model.interfaces[composed.task.interface]
     where = f"{composed.model.name} ({entry}) on task {composed.task.name}"
     call = f"model({', '.join(inputs)})"
-    try:
-        with torch.random.fork_rng(devices=[]), torch.no_grad():
-            out = copy.deepcopy(model).eval()(**inputs)
-    except Exception as exc:  # noqa: BLE001  the model's own error, reported as one line
-        raise UserError(f"{where}: {call} raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                        ) from None
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        checked = copy.deepcopy(model).eval()
+        try:
+            out = checked(**inputs)
+        except Exception as exc:  # noqa: BLE001  the model's own error, reported as one line
+            said = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            if cut and _runs(checked, padded):
+                raise UserError(f"{where}: {call} raised {said} on a batch cut to its longest story, where the padded "
+                                f"batch runs: the model reads a fixed number of statements, so it trains on padded "
+                                f"batches only ({CUT_BATCHES})") from None
+            raise UserError(f"{where}: {call} raised {said}") from None
+        if cut and not torch.allclose(out, checked(**padded), rtol=1e-4, atol=1e-5):
+            print(f"note: {composed.model.name}'s output on a batch cut to its longest story differs from its output "
+                  f"on the padded batch: it reads padding as input, so with cut batches ({CUT_BATCHES}) it sees as "
+                  "much as each batch leaves", flush=True)
     classes = data.info.get("num_classes")
     want = [len(next(iter(inputs.values()))), int(classes) if classes is not None else "num_classes"]
     shape = list(out.shape) if isinstance(out, torch.Tensor) else None
@@ -563,6 +576,27 @@ def check_model_output(composed: Composed, prepared: Prepared) -> None:
                    f"({core}): core(x [B, T, in_dim], mask [B, T]) -> [B, out_dim]") if core else ""
         raise UserError(f"{where}: {call} returned {got}; a supervised model returns logits [B, num_classes] = "
                         f"{want} (harness/interfaces.py){through}")
+
+
+CUT_BATCHES = "bAbI's task.trim_batches=true; its all-tasks mode always cuts"
+
+
+def narrowest_examples(split: Any, count: int = 2, looked_at: int = 64) -> list[int]:
+    """``count`` of the first ``looked_at`` examples whose batches, as ``split`` hands them out, hold the fewest
+    numbers: the first ``count`` where every example has one shape; where the dataset cuts each batch to its
+    content (bAbI's stories), the shortest, whose batch it cuts most."""
+    sizes = [(sum(tensor.numel() for tensor in split.__getitems__([index]).values()), index)
+             for index in range(min(looked_at, len(split)))]
+    return sorted(index for _, index in sorted(sizes)[:count])
+
+
+def _runs(model: Any, inputs: dict[str, Any]) -> bool:
+    """Whether ``model(**inputs)`` returns without raising."""
+    try:
+        model(**inputs)
+    except Exception:  # noqa: BLE001  only whether it runs
+        return False
+    return True
 
 
 def remove_leftover_temporaries(run: Run) -> None:

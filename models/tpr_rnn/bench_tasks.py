@@ -41,9 +41,10 @@ from models.step_timing import median_step_ms
 
 def task_step(babi_id: int, memory: str, seed: int = 0,
               trim: bool = False) -> tuple[Callable[[], None], int, int, float]:
-    """(one training step of TPR-RNN on task ``babi_id``, batch size, stored story length, mean real statements
-    per example over the timed batches). ``trim``: each batch's statement axis is cut to its longest story
-    (``task.trim_batches=true``; the model reads the same statements, ``story_len`` masks the rest)."""
+    """(one training step of TPR-RNN on task ``babi_id``, batch size, the first timed batch's story length (the
+    stored one; with ``trim``, that batch's longest story), mean real statements per example over the timed
+    batches). ``trim``: each batch's statement axis is cut to its longest story (``task.trim_batches=true``; the
+    model reads the same statements, ``story_len`` masks the rest)."""
     overrides = [f"task.babi_id={babi_id}", f"model.memory={memory}", f"task.trim_batches={str(trim).lower()}"]
     composed = compose("babi", "tpr_rnn", "cpu", overrides)
     cfg = composed.cfg

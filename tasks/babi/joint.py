@@ -19,9 +19,11 @@ union from the 20 official files, so a user needs nothing beyond bAbI v1.2.
 
 Batches are cut to their longest story (:class:`TrimmedStories`), which trains TPR-RNN about 4 times faster on
 the joint data. The cut statements are padding, so this changes nothing for models that mask statements past
-``story_len`` or drop padding (TPR-RNN, MemN2N, the LSTM reader); the entity adapters of ``models/adapters``
-(relational, PrediNet, MHA, 2-simplicial on bAbI) read padded statements as zero entities, and with the cut they
-see as many of them as the batch's longest story leaves, not a fixed 130.
+``story_len`` or drop padding (TPR-RNN, MemN2N, the LSTM, linear-logic and Transformer readers, the
+Updater-Extractor). Of the entity adapters of ``models/adapters``, those of mlp1, mlp2, PrediNet, MHA and the
+2-simplicial model read a fixed number of statement slots, so the launcher refuses them this mode
+(``harness.runners.launch.check_model_output``); the relation net and the relational model read padded statements
+as zero entities, and with the cut they see as many of them as the batch's longest story leaves, not a fixed 130.
 
 Memory: en-10k's 172,000 training questions padded to 130 x 12 int64 ids take 2.1 GB (3 GB with validation
 and test), where one task takes at most a tenth of that.

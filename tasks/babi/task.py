@@ -21,7 +21,9 @@ stories keep their last T statements, as every split does).
 ``task.trim_batches=true`` hands out each batch cut to its longest story ([B, T', W], T' <= T): the same
 statements for models that mask past ``story_len`` (TPR-RNN, MemN2N, the LSTM and linear-logic readers), at
 the cost of the batch's stories instead of the task's longest (tasks 2, 6, 7 and 8 train about twice as fast).
-The entity adapters read padded statements as zero entities, so for them it changes how many they see. Off by
+The entity adapters of mlp1, mlp2, PrediNet, MHA and the 2-simplicial model read a fixed number of statement
+slots, and the launcher refuses them cut batches in one line; the relation net and the relational model read
+padded statements as zero entities, so for them it changes how many they see (the launcher says so). Off by
 default: every stored bAbI run was trained on batches padded to T.
 """
 
