@@ -44,7 +44,7 @@ NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "ha
                  "harness/runners/ray_session.py", "harness/runners/run_transfer.py",
                  "harness/runners/launch.py", "harness/runners/stacked_launch.py", "harness/runners/retest.py",
                  "harness/rerun.py", "harness/interfaces.py", "harness/runners/predictions.py",
-                 "tasks/relations_game/data_checks.py", "tasks/babi/examples.py",
+                 "tasks/relations_game/data_checks.py", "tasks/babi/examples.py", "tasks/babi/setting_checks.py",
                  "harness/vector_math.py", "harness/fetch_catalogue.py", "harness/fetch.py", "harness/fetch_http.py",
                  "harness/code_changes.py", "harness/code_probes.py", "harness/reproductions.py")
 PACKAGES = ("torch", "lightning", "omegaconf", "numpy", "ray", "gymnasium", "wandb")

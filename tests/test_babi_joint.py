@@ -96,3 +96,12 @@ def test_data_labels_are_summarised_by_folder():
     labels[2] += "; train file missing from en-10k; using en's"
     assert summary(labels) == ("files: $D/en-10k tasks 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, "
                                "18, 19, 20; task 3: train file missing from en-10k; using en's")
+
+
+def test_cutting_batches_is_refused_as_a_setting_of_the_all_tasks_mode_which_always_cuts():
+    from tasks.babi.setting_checks import check_settings
+
+    with pytest.raises(UserError, match="task.trim_batches=true changes nothing with task.babi_id=all"):
+        check_settings(joint_cfg(trim_batches=True).task)
+    check_settings(joint_cfg(trim_batches=False).task)
+    check_settings(OmegaConf.merge(joint_cfg(trim_batches=True), {"task": {"babi_id": 2}}).task)
