@@ -64,7 +64,7 @@ publish: $(STAMP)
 # the reference runs no check has trained again yet that ran on this machine's kind of CPU, cheapest first, for
 # at most MINUTES.
 reproduce: $(STAMP)
-	@test -n "$(RUN)$(UNCHECKED)" || { echo "make reproduce: name a run, e.g. make reproduce RUN=babi-lstm-cpu-s0-7a57f5e9 (harness runs --reference), or UNCHECKED=1 [MINUTES=60] for the runs not checked yet" >&2; exit 2; }
+	@test -n "$(RUN)$(filter 1,$(UNCHECKED))" || { echo "make reproduce: name a run, e.g. make reproduce RUN=babi-lstm-cpu-s0-7a57f5e9 (harness runs --reference), or UNCHECKED=1 [MINUTES=60] for the runs not checked yet" >&2; exit 2; }
 	$(BIN)/harness reproduce $(RUN) $(if $(filter 1,$(UNCHECKED)),--unchecked) $(if $(MINUTES),--minutes $(MINUTES)) \
 		$(if $(RECORD),--record)
 

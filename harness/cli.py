@@ -252,10 +252,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if results is not None and not results.is_dir():
         raise UserError(f"--results-dir {results}: no such folder")
     runs_dir = Path(args.runs_dir) if args.runs_dir else default_runs_dir()
-    if bool(args.run) == args.unchecked:
+    if args.run and args.unchecked:
         raise UserError("harness reproduce: name a run, or --unchecked for the reference runs no check has trained "
-                        "again yet, not both" if args.run else "harness reproduce: name a run (harness runs "
-                        "--reference), or --unchecked for the reference runs no check has trained again yet")
+                        "again yet, not both")
+    if not args.run and not args.unchecked:
+        raise UserError("harness reproduce: name a run (harness runs --reference), or --unchecked for the reference "
+                        "runs no check has trained again yet")
     if not args.unchecked and (args.minutes is not None or args.list):
         raise UserError("--minutes and --list go with --unchecked (the queue of runs not checked yet)")
     if args.minutes is not None and not (math.isfinite(args.minutes) and args.minutes > 0):
@@ -389,6 +391,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if gone:
         print(f"{gone} run(s) say running but their process has ended (killed): the command that started each "
               "resumes it from its last checkpoint")
+    _print_reproduced(listing.store, rows)
     stale_count = sum(bool(listing.stale(row)) for row in rows)
     if args.imports:
         from harness.rerun import wall_hours
@@ -404,6 +407,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print(f"stale: the code that computed {stale_count} run(s) has changed since; `harness runs --stale` "
               "says which files and how to rerun them")
     return 0
+
+
+def _print_reproduced(store: Path, rows: list[dict[str, Any]]) -> None:
+    """Under ``harness runs``: how many of the listed runs the store's ``reproductions.json`` (the reference store's)
+    says were trained again, and how many of those came back bit for bit at their latest check."""
+    from harness.reproductions import exact, latest, load
+
+    checks = latest(load(store))
+    checked = [checks[str(row.get("run_id"))] for row in rows if str(row.get("run_id")) in checks]
+    if checked:
+        print(f"{len(checked)} of these {len(rows)} runs were trained again (harness reproduce --record), "
+              f"{sum(map(exact, checked))} bit for bit at their latest check: `harness runs --format csv`, column "
+              "reproduced")
 
 
 def _export_runs(records: list[dict[str, Any]], form: str, none_listed: str | None) -> int:

@@ -32,6 +32,8 @@ from harness.runs import atomic_write_text
 
 FILE = "reproductions.json"
 MACHINE_KEYS = ("processor", "cpu_id", "cpu_capability", "system", "gpu")
+CPU = {"same": "same kind", "other": "another kind", "name": "same name, model unrecorded"}
+"""How a check's two machines compare (its ``cpu``), in words."""
 
 
 def host(machine: dict[str, Any]) -> dict[str, Any]:
@@ -66,6 +68,30 @@ def load(results_dir: Path) -> list[dict[str, Any]]:
     if not isinstance(checks, list) or not all(isinstance(check, dict) and "run_id" in check for check in checks):
         raise UserError(f"{path}: expected a JSON list of checks, each with a run_id; fix or remove it")
     return checks
+
+
+def latest(checks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The most recent check of each run id."""
+    newest: dict[str, dict[str, Any]] = {}
+    for check in sorted(checks, key=lambda entry: str(entry.get("checked_at", ""))):
+        newest[str(check["run_id"])] = check
+    return newest
+
+
+def exact(check: dict[str, Any]) -> bool:
+    """Whether every figure of the check came back bit for bit (a check of no figures is not)."""
+    return int(check.get("figures") or 0) > 0 and check.get("equal") == check.get("figures")
+
+
+def summary(check: dict[str, Any]) -> str:
+    """A check in one phrase, for a run's page and ``harness runs --format csv``: ``bit for bit (27 figures; CPU: same
+    kind; 2026-11-30)`` or ``26 of 27 figures equal (...)``."""
+    figures, cpu = int(check.get("figures") or 0), CPU.get(str(check.get("cpu")))
+    details = "; ".join(part for part in (f"CPU: {cpu}" if cpu else "", str(check.get("checked_at") or "")[:10])
+                        if part)
+    if exact(check):
+        return f"bit for bit ({figures} figures; {details})"
+    return f"{check.get('equal')} of {figures} figures equal ({details})"
 
 
 def append(results_dir: Path, check: dict[str, Any]) -> Path:

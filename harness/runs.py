@@ -407,7 +407,7 @@ def curve_damage(path: Path) -> str | None:
 
 GONE = "running (its process is gone: killed?)"  # a listed run whose process on this host has ended
 LEADING_COLUMNS = ("run_id", "task", "model", "setting", "variant", "config", "profile", "seed", "status", "stale",
-                   "carried_over", "error", "steps",
+                   "carried_over", "reproduced", "error", "steps",
                    "max_steps", "epochs", "max_epochs", "wall_time_s", "max_time_s", "stopped_by", "sweep", "stack",
                    "run_dir")
 """The fields every exported run record starts with (:func:`run_records`); its held-out metrics follow, sorted."""
@@ -502,18 +502,24 @@ def run_records(listing: Listing) -> list[dict[str, Any]]:
     listed runs of its task and model (``task 11 [cpu] {model.operations=[write]}``); ``config``: a digest equal for
     runs that differ only in the seed, to group seeds by (reports.store.config_fingerprint). ``status``:
     as ``harness runs`` lists it (:func:`listed_status`; ``unreadable`` for a results.json that cannot be read, then
-    ``error`` says why); ``stale``: whether the code that computed it has changed since. ``steps`` and ``epochs``:
+    ``error`` says why); ``stale``: whether the code that computed it has changed since; ``reproduced``: the latest
+    ``harness reproduce --record`` check of it in the store's ``reproductions.json`` (the reference store's), in one
+    phrase (:func:`harness.reproductions.summary`). ``steps`` and ``epochs``:
     how far it trained (a run that did not complete: as far as its curves got, where they got further than
     results.json records), of ``max_steps`` (RL: environment steps, ``rl.total_env_steps``; stepwise:
     ``stepwise.iterations``; supervised: ``train.max_steps``, mostly unset) and ``max_epochs`` (supervised:
     ``train.max_epochs``); ``wall_time_s`` of its section's ``max_time_s``. ``sweep``: the sweep that ran it;
     ``stack``: the run ids it trained with as one stacked computation, space-separated. Numbers are numbers;
     whatever a run does not record (or records as NaN) is None, never a stand-in value."""
+    from harness.reproductions import latest, load, summary
     from reports.store import assign_variants, load_run, natural_key
 
     runs = [load_run(Path(row["path"]) / "results.json", listing.store) for row in listing.rows]
     assign_variants(runs)
-    records = [_record(run, listing.code[row["path"]]) for run, row in zip(runs, listing.rows, strict=True)]
+    checks = latest(load(listing.store))
+    records = [{**_record(run, listing.code[row["path"]]),
+                "reproduced": summary(checks[run.run_id]) if run.run_id in checks else None}
+               for run, row in zip(runs, listing.rows, strict=True)]
     metrics = sorted({key for record in records for key in record["metrics"]}, key=natural_key)
     return [{**{key: record[key] for key in LEADING_COLUMNS}, **{key: record["metrics"].get(key) for key in metrics}}
             for record in records]

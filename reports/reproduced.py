@@ -8,10 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.reproduce import processor
-from harness.reproductions import FILE, load
+from harness.reproductions import CPU, FILE, exact, load
 from reports.markdown import table
-
-CPU = {"same": "same kind", "other": "another kind", "name": "same name, model unrecorded"}
 
 
 def _largest(check: dict[str, Any]) -> str:
@@ -43,12 +41,12 @@ def section(results_dir: Path) -> list[str]:
              CPU.get(str(check.get("cpu")), "–"), str(check.get("budget", "–")),
              f"{check['equal']} of {check['figures']}", _largest(check), str(check.get("checked_at", "–"))[:10]]
             for check in checks]
-    exact = sum(check["figures"] > 0 and check["equal"] == check["figures"] for check in checks)
+    bit_for_bit = sum(exact(check) for check in checks)
     runs = len({check["run_id"] for check in checks})
     return ["### Reproduced (`harness reproduce RUN --record`)", "",
             f"Reference runs trained again and every figure they reported compared ({len(checks)} checks of {runs} "
-            f"runs; {exact} came back bit for bit). A supervised run the time cap stopped trains the epochs up to "
-            "its tested checkpoint without the cap (the steps up to it, where it came part way through an epoch), a "
+            f"runs; {bit_for_bit} came back bit for bit). A supervised run the time cap stopped trains the epochs up "
+            "to its tested checkpoint without the cap (the steps up to it, where it came part way through an epoch), a "
             "stepwise one its outer cycles; \"CPU\" says whether the two "
             f"machines were of one kind (family, model and vector kernels). Stored in `results/{FILE}`.", "",
             *table(["run", "trained on", "trained again on", "CPU", "budget", "figures equal",

@@ -62,6 +62,7 @@ class RunRecord:
     origin: str = YOURS
     stale: list[str] = field(default_factory=list)  # source files changed since the run (harness.provenance)
     carried: list[str] = field(default_factory=list)  # "file: what" of each edit since it is carried over
+    reproduced: str | None = None  # its latest `harness reproduce --record` check (harness.reproductions.summary)
     rollout: pd.DataFrame | None = None  # stepwise runs: step, acc, <group>/acc of the long-horizon rollout
     pictures: list[str] = field(default_factory=list)  # stepwise runs: "pictures/step_<t>.png" found, in step order
 
@@ -494,16 +495,20 @@ def load_store(runs_dir: Path, origin: str = YOURS) -> list[RunRecord]:
 
 def load_stores(stores: list[tuple[Path, str]]) -> list[RunRecord]:
     """The runs of several stores (the reference store ``results/`` and the user's ``runs/``), each marked with
-    its origin and whether its code is stale, with page names unique across the stores."""
+    its origin, whether its code is stale and its latest reproduction check, with page names unique across the
+    stores."""
     from harness.provenance import run_code_status
+    from harness.reproductions import latest, load, summary
 
     runs: list[RunRecord] = []
     for root, origin in stores:
         if not root.is_dir():
             continue
+        checks = latest(load(root))  # the reference store's reproductions.json
         for path in sorted(root.glob("*/*/*/results.json")):
             run = load_run(path, root)
             run.origin = origin
+            run.reproduced = summary(checks[run.run_id]) if run.run_id in checks else None
             try:
                 status = run_code_status(run.results)
                 run.stale = status.stale

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -312,3 +313,12 @@ def test_the_unchecked_runs_are_trained_again_and_recorded_within_the_minutes_gi
         assert main(wrong) == 2, wrong
         err = capfd.readouterr().err
         assert said in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("variables", [[], ["UNCHECKED=0"], ["UNCHECKED="]])
+def test_make_reproduce_without_a_run_or_unchecked_1_says_what_to_name(variables):
+    """``make reproduce`` needs RUN=... or UNCHECKED=1; any other UNCHECKED is a mistake, not the queue."""
+    done = subprocess.run(["make", "--no-print-directory", "reproduce", *variables], cwd=Path(__file__).parents[1],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done
+    assert done.stderr.splitlines()[0].startswith("make reproduce: name a run"), done.stderr

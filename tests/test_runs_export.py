@@ -196,3 +196,32 @@ def test_the_reference_store_exports_its_results_json_values(capsys, monkeypatch
     code, out, err = _runs(["--reference", "--format", "csv"], capsys)
     assert code == 0 and not err
     _same_as_csv(records, out)
+
+
+def test_a_store_with_reproduction_checks_names_each_runs_latest(tmp_path, capsys):
+    """``reproduced``: the latest ``harness reproduce --record`` check of a run in its store's reproductions.json,
+    in one phrase (an older bit-for-bit check does not hide a newer one that differs); ``harness runs`` counts the
+    checked runs under its table, and the report's run page shows the same phrase."""
+    from reports.build import build_report
+
+    runs = tmp_path / "results"
+    checked, later = (write_run(runs, "babi", "lstm", seed, task_cfg={"babi_id": 1}, metrics={"test/acc": 0.9}).name
+                      for seed in (0, 1))
+    write_run(runs, "babi", "lstm", 2, task_cfg={"babi_id": 1}, metrics={"test/acc": 0.9})  # never checked
+    check = {"figures": 5, "equal": 5, "cpu": "same", "checked_at": "2026-11-30T10:00:00Z"}
+    (runs / "reproductions.json").write_text(json.dumps([
+        {**check, "run_id": checked},
+        {**check, "run_id": later, "checked_at": "2026-12-01T10:00:00Z", "equal": 3, "cpu": "other"},
+        {**check, "run_id": later}]))  # the older check, listed after the newer one
+    records = {record["run_id"]: record["reproduced"] for record in _export(["--runs-dir", str(runs)], capsys)}
+    assert records == {checked: "bit for bit (5 figures; CPU: same kind; 2026-11-30)",
+                       later: "3 of 5 figures equal (CPU: another kind; 2026-12-01)", "babi-lstm-cpu-s2-a": None}
+    code, out, _ = _runs(["--runs-dir", str(runs)], capsys)
+    assert code == 0 and "2 of these 3 runs were trained again (harness reproduce --record), 1 bit for bit at " \
+        "their latest check" in out
+    build_report(tmp_path / "mine", tmp_path / "site", results_dir=runs)
+    page = (tmp_path / "site" / "runs" / f"reference-{later}.html").read_text()
+    assert "<tr><th>trained again</th><td>3 of 5 figures equal (CPU: another kind; 2026-12-01)" in page
+    (runs / "reproductions.json").write_text("{")
+    code, out, err = _runs(["--runs-dir", str(runs)], capsys)
+    assert code == 2 and "reproductions.json: not a readable JSON list of checks" in err and err.count("\n") == 1
