@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.reproduce import processor
-from harness.reproductions import CPU, FILE, exact, load
+from harness.reproductions import CPU, FILE, exact, latest, load
 from reports.markdown import table
 
 
@@ -48,9 +48,33 @@ def section(results_dir: Path) -> list[str]:
             f"runs; {bit_for_bit} came back bit for bit). A supervised run the time cap stopped trains the epochs up "
             "to its tested checkpoint without the cap (the steps up to it, where it came part way through an epoch), a "
             "stepwise one its outer cycles; \"CPU\" says whether the two "
-            f"machines were of one kind (family, model and vector kernels). Stored in `results/{FILE}`.", "",
+            f"machines were of one kind (family, model and vector kernels). Stored in `results/{FILE}`. `harness "
+            "reproduce` takes supervised single runs and stepwise runs only: the RL runs (BoxWorld, bridge BoxWorld, "
+            "CartPole) and curriculum runs are not trained again. By task, each run counted once, at its latest "
+            "check (`harness runs --reference --format csv`, column `reproduced`, gives it per run):", "",
+            *table(["task", "reference runs", "trained again", "bit for bit", "differing: CPU of another kind",
+                    "differing: CPU of the same name, model unrecorded", "differing: CPU of the same kind"],
+                   _by_task(results_dir, checks)), "",
             *table(["run", "trained on", "trained again on", "CPU", "budget", "figures equal",
                     "furthest apart", "checked"], rows)]
+
+
+def _by_task(results_dir: Path, checks: list[dict[str, Any]]) -> list[list[str]]:
+    """Per task of the reference store: its runs, how many were trained again, and how their latest checks came
+    out (bit for bit, or differing on which kind of CPU)."""
+    stored: dict[str, set[str]] = {}
+    for path in results_dir.glob("*/*/*/results.json"):
+        stored.setdefault(path.parts[-4], set()).add(path.parent.name)
+    newest = latest(checks)
+
+    def row(name: str, run_ids: set[str]) -> list[str]:
+        checked = [newest[run_id] for run_id in run_ids if run_id in newest]
+        differing = [check for check in checked if not exact(check)]
+        return [name, str(len(run_ids)), str(len(checked)), str(len(checked) - len(differing)),
+                *(str(sum(check.get("cpu") == kind for check in differing)) for kind in ("other", "name", "same"))]
+
+    return [*(row(task, run_ids) for task, run_ids in sorted(stored.items())),
+            row("all", set().union(*stored.values()))]
 
 
 def _evidence(item: str | dict[str, Any]) -> str:

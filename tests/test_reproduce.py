@@ -77,6 +77,10 @@ def test_a_recorded_check_is_kept_in_the_reference_store_and_shown_in_the_readme
     assert "2 checks of 1 runs; 1 came back bit for bit" in text and f"| `{stored.name}` |" in text
     assert "`test/acc`: 0.123 → " in text and "| same kind | its own config |" in text
     assert text.count("; kernel ") == 4  # each check's two machines with their systems' kernels
+    runs = len(list(results.glob("*/*/*/results.json")))
+    task = stored.parents[1].name
+    # by task, each run once at its latest check: the second, which differs on the same kind of CPU
+    assert f"| {task} | {runs} | 1 | 0 | 0 | 0 | 1 |" in text and f"| all | {runs} | 1 | 0 | 0 | 0 | 1 |" in text
 
     (results / "reproductions.json").write_text("[{\"no run\": 1}]")  # damaged: refused, left as it is
     capfd.readouterr()
