@@ -203,11 +203,19 @@ def _choose_cells(sweep: Any, cells: str) -> None:
     if sweep.tasks:
         sweep.cells = patterns
         return
-    models = [m for m in sweep.models if any(fnmatch.fnmatchcase(f"{sweep.task}/{m}", p)
-                                             or ("/" not in p and fnmatch.fnmatchcase(str(m), p)) for p in patterns)]
+    def matches(model: Any, pattern: str) -> bool:
+        return fnmatch.fnmatchcase(f"{sweep.task}/{model}", pattern) or (
+            "/" not in pattern and fnmatch.fnmatchcase(str(model), pattern))
+
+    known = ", ".join(f"{sweep.task}/{m}" for m in sweep.models)
+    models = [m for m in sweep.models if any(matches(m, p) for p in patterns)]
     if not models:
-        known = ", ".join(f"{sweep.task}/{m}" for m in sweep.models)
         raise UserError(f"sweep {sweep.name}: none of its cells match {', '.join(patterns)}; its cells: {known}")
+    unmatched = [p for p in patterns if not any(matches(m, p) for m in sweep.models)]
+    if unmatched:  # a misspelt pattern beside good ones would quietly leave its cell out
+        verb = "matches" if len(unmatched) == 1 else "match"
+        raise UserError(f"sweep {sweep.name}: --cells {', '.join(unmatched)} {verb} none of its cells; its cells: "
+                        f"{known}")
     sweep.models = models
 
 
@@ -476,10 +484,6 @@ def _print_reruns(listing: Listing, options: list[str]) -> None:
         print(f"    {command or 'cannot be composed again: ' + note}" + (f"  # {note}" if command and note else ""))
 
 
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() not in ("", "0", "false", "no")
-
-
 class HarnessParser(argparse.ArgumentParser):
     """argparse with the harness's way of reporting a mistake: one line, exit code 2 (subcommands inherit it;
     the benchmarks' own command lines use it too)."""
@@ -605,8 +609,8 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "bench":
             p.add_argument("--seeds", default=None, metavar="0,1,2",
                            help="one run per seed (integers >= 0), trained as one stack (supervised runs)")
-            p.add_argument("--force", action="store_true", default=_truthy(os.environ.get("FORCE")),
-                           help="retrain even if the run completed (default: off; FORCE=1 turns it on)")
+            p.add_argument("--force", action="store_true",
+                           help="retrain even if the run completed (make bench: FORCE=1)")
         p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP if name == "bench" else
                        "taken so that a bench command line validates as it is; validate writes no run")
         p.add_argument("overrides", nargs="*", help="config overrides, e.g. optim.lr=3e-4 task.babi_id=2")

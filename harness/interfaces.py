@@ -104,7 +104,16 @@ def named_splits(data: Any) -> dict[str, Any]:
 
 
 def check_task_data(task: str, interface: str, data: Any) -> None:
-    """Every split of a supervised task's data (``harness.data.TaskData``) against the interface's contract."""
-    for split_name, split in named_splits(data).items():
+    """Every split of a supervised task's data (``harness.data.TaskData``) against the interface's contract, and
+    none of them empty: a run with no training example would "complete" after 0 steps, and one with no validation
+    or test example would report no figure or a made-up one."""
+    splits = named_splits(data)
+    empty = [name for name, split in splits.items() if len(split) == 0]
+    if empty:
+        sizes = ", ".join(f"{name} {len(split):,}" for name, split in splits.items())
+        raise UserError(f"task {task}: the {' and '.join(empty)} split{'s' if len(empty) > 1 else ''} "
+                        f"hold{'' if len(empty) > 1 else 's'} no examples (examples per split: {sizes}); give the "
+                        "task more data (a larger file, or more generated examples)")
+    for split_name, split in splits.items():
         check_split(task, interface, split_name, split.tensors, data.info)
 

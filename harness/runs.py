@@ -210,6 +210,15 @@ def store_named_as(given: bool) -> str:
 _LEVELS = ("a run folder", "a model's folder", "a task's folder")
 
 
+def check_named_store(path: Path | None, flag: str) -> None:
+    """A one-line UserError when a folder the user named explicitly (``flag``) does not exist: a typo must not
+    list no runs, or give a report that silently leaves its runs out."""
+    from harness.errors import UserError
+
+    if path is not None and not Path(path).is_dir():
+        raise UserError(f"{flag} {path}: no such folder" + (" (it is a file)" if Path(path).exists() else ""))
+
+
 def check_store_root(path: Path | None, named_as: str) -> None:
     """A one-line UserError when a store the user named holds no ``<task>/<model>/<run_id>/results.json`` but is
     a folder inside a store (a task's, a model's or a run's): its runs would be left out without a word.
@@ -444,8 +453,9 @@ def select_runs(runs_dir: str | Path | None = None, *, reference: bool = False, 
     """The runs ``harness runs`` lists: those of ``runs_dir`` (default: $HARNESS_RUNS_DIR or ./runs) or, with
     ``reference``, of the shipped reference store (results/); only ``task``'s and ``model``'s where named; with
     ``stale`` only the stale ones; with ``imports`` (project-relative source paths) only those that imported one of
-    them. A mistake is a one-line UserError: a store named at a folder inside a store, a task or model name that
-    neither the registry nor any stored run knows. A store that does not exist holds no runs."""
+    them. A mistake is a one-line UserError: a ``runs_dir`` that does not exist, a store named at a folder inside a
+    store, a task or model name that neither the registry nor any stored run knows. The default store
+    ($HARNESS_RUNS_DIR or ./runs) holds no runs until the first run makes it."""
     from harness.provenance import run_code_status
 
     if reference:
@@ -454,6 +464,7 @@ def select_runs(runs_dir: str | Path | None = None, *, reference: bool = False, 
         store = Path(RESULTS_DIR)
     else:
         store = Path(runs_dir) if runs_dir else default_runs_dir()
+        check_named_store(store if runs_dir else None, "--runs-dir")
         check_store_root(store, store_named_as(bool(runs_dir)))
     stored = index(store)
     check_listed_name("task", task, stored)

@@ -40,7 +40,7 @@ from markupsafe import Markup
 
 from harness.errors import UserError
 from harness.paths import check_can_create_in
-from harness.runs import check_store_root, default_runs_dir, store_named_as
+from harness.runs import check_named_store, check_store_root, default_runs_dir, store_named_as
 from reports import figure_cache, figures, tables
 from reports.floors import dead_floor, load_floor
 from reports.papers import PaperSpec, load_papers
@@ -373,13 +373,6 @@ def check_writable(out_dir: Path) -> None:
     its way must be a folder this process can create folders in (probed with an empty folder, removed again)."""
     out_dir = Path(out_dir)
     check_can_create_in(out_dir.parent, f"cannot write the report to {out_dir} (choose another --out)")
-
-
-def check_named_store(path: Path | None, flag: str) -> None:
-    """A one-line UserError when a store the user named explicitly (``flag``) does not exist: a typo must not
-    give a report that silently leaves its runs out."""
-    if path is not None and not Path(path).is_dir():
-        raise UserError(f"{flag} {path}: no such folder" + (" (it is a file)" if Path(path).exists() else ""))
 
 
 def _replace_site(staging: Path, out_dir: Path) -> None:

@@ -254,3 +254,23 @@ def test_a_run_stopped_by_its_time_cap_says_so(env, capsys):
     assert "train.max_time_s=0.5 reached: training stopped after step" in out
     assert main(["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "--seed", "1"]) == 0
     assert "reached: training stopped" not in capsys.readouterr().out
+
+
+def test_a_run_whose_reader_goes_away_stops_resumable_as_by_ctrl_c(env):
+    """``harness bench ... | head -1``: the pipe closes after the first line; the run stops at its next line of
+    output, quietly (exit 1, as any command whose reader went away), stored as interrupted, not failed, and the same
+    command resumes it to completion."""
+    args = [sys.executable, "-m", "harness.cli", "bench", "--task", "babi", "--model", "lstm", "--profile", "smoke",
+            "--", "train.max_epochs=2"]
+    with subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as process:
+        assert process.stdout is not None and process.stdout.readline().startswith("run babi-lstm-smoke-s0-")
+        process.stdout.close()  # as `head -1` does
+        _, err = process.communicate(timeout=300)
+    assert process.returncode == 1 and "Traceback" not in err, err
+    run = only_run(Path(env["HARNESS_RUNS_DIR"]))
+    results = json.loads((run / "results.json").read_text())
+    assert results["status"] == "interrupted" and "reader of its output went away" in results["error"], results
+    again = run_cli(args[3:], env)
+    assert again.returncode == 0 and "completed" in again.stdout, again.stderr
+    assert json.loads((run / "results.json").read_text())["status"] == "completed"

@@ -239,6 +239,10 @@ def test_matrix_sweeps_set_per_task_overrides_grids_and_a_time_cap(tmp_path):
     sweep.cells = ["nothing/*"]
     with pytest.raises(UserError, match="none of its tasks and models match nothing/"):
         sweep_cells(sweep)
+    sweep.cells = ["babi/tpr_rnn", "babi/memn2m", "bogus/*"]  # misspelt beside a good one: refused, not left out
+    with pytest.raises(UserError, match=r"--cells babi/memn2m, bogus/\* match none of the cells that can run "
+                                        r"\(did you mean babi/memn2n\? "):
+        sweep_cells(sweep)
     bad = tmp_path / "bad.yaml"
     for text, message in (("task: babi\nmodels: [lstm]\ntask_grid: {babi: {task.babi_id: [1]}}",
                            "are for matrix sweeps"),
@@ -270,3 +274,12 @@ def test_only_narrows_a_grid_to_values_the_file_lists_in_its_order():
     matrix.cells = ["babi/lstm", "cartpole/lstm"]
     narrow_grid(matrix, "task.babi_id=2")
     assert trial_cells(matrix) == ["babi/lstm; task.babi_id=2", "cartpole/lstm"]
+
+
+def test_cells_of_a_one_task_sweep_refuse_a_pattern_that_matches_none(capsys):
+    """``--cells tpr_rnn,memn2m`` on a sweep of one task: the misspelt model is named, not quietly left out."""
+    for cells in ("tpr_rnn,memn2m", "babi/tpr_rnn,babi/memn2m"):
+        assert cli.main(["sweep", str(ROOT / "sweeps" / "tutorial_babi2.yaml"), "--cells", cells, "--dry-run"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"--cells {cells.split(',')[1]} matches none of its cells; its cells: " \
+            "babi/tpr_rnn, babi/memn2n" in err, err

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -504,6 +505,33 @@ def build_and_check(composed: Composed, prepared: Prepared) -> None:
     """Load the data and build the model as the run will (a stepwise run: check its stream too), and check what
     the data holds, so that a bad setting or data file is refused before anything is written; ``harness
     validate`` runs the same checks."""
+    with refused_when_too_large(composed):
+        build_model(composed, prepared)
+    if prepared.loaded is not None:  # supervised single runs
+        check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
+        check_targets(prepared.loaded)
+        if prepared.model is not None:
+            check_model_output(composed, prepared)
+
+
+@contextmanager
+def refused_when_too_large(composed: Composed) -> Iterator[None]:
+    """A model (or data) that cannot be allocated is the user's setting, not a crash: one line naming the bytes
+    asked for (torch's CPU allocator raises a RuntimeError that says "can't allocate memory")."""
+    try:
+        yield
+    except (MemoryError, RuntimeError) as exc:
+        said = str(exc)
+        if not isinstance(exc, MemoryError) and "can't allocate memory" not in said:
+            raise
+        asked = re.search(r"allocate (\d+) bytes", said)
+        size = f" ({int(asked.group(1)) / 2**30:,.1f} GiB in one allocation)" if asked else ""
+        raise UserError(f"{composed.task.name} x {composed.model.name}: building the model and its data ran out of "
+                        f"memory{size}; make its sizes smaller (model.*) or the data (task.*)") from None
+
+
+def build_model(composed: Composed, prepared: Prepared) -> None:
+    """Load the data and build the model (for a stepwise run: its stream model)."""
     if composed.kind == "stepwise":
         from harness.runners.stepwise import build_stepwise
 
@@ -521,11 +549,6 @@ def build_and_check(composed: Composed, prepared: Prepared) -> None:
             raise UserError(f"{composed.model.name} ({entry}) needs info['{key}'] from task {composed.task.name}, "
                             f"whose load() gives info keys {', '.join(sorted(info)) or 'none'} "
                             f"({composed.task.entry}; harness/interfaces.py)") from None
-    if prepared.loaded is not None:  # supervised single runs
-        check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
-        check_targets(prepared.loaded)
-        if prepared.model is not None:
-            check_model_output(composed, prepared)
 
 
 def check_model_output(composed: Composed, prepared: Prepared) -> None:
@@ -711,6 +734,10 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
         except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM; Lightning turns Ctrl-C into sys.exit(1)
             results.update(status="interrupted", error="interrupted (the same command resumes the run)")
             raise KeyboardInterrupt from None
+        except BrokenPipeError:  # `harness bench ... | head -3`: the reader went away; stopped as by Ctrl-C
+            results.update(status="interrupted", error="interrupted: the reader of its output went away (the same "
+                                                       "command resumes the run)")
+            raise
         except Exception as exc:
             results.update(status="failed", error=f"{type(exc).__name__}: {exc}")
             raise

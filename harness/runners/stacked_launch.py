@@ -354,6 +354,10 @@ class StackLaunch:
             except (KeyboardInterrupt, SystemExit):
                 self._close(records, "interrupted", "interrupted (the same command resumes the run)")
                 raise KeyboardInterrupt from None
+            except BrokenPipeError:  # the reader of its output went away (`| head -3`): stopped as by Ctrl-C
+                self._close(records, "interrupted", "interrupted: the reader of its output went away (the same "
+                                                    "command resumes the run)")
+                raise
             except Exception as exc:
                 self._close(records, "failed", f"{type(exc).__name__}: {exc}")
                 raise

@@ -265,11 +265,25 @@ def sweep_cells(sweep: Sweep) -> list[tuple[str, str]]:
     cells = [(t, m) for t in tasks for m in models
              if REGISTRY.compatibility(REGISTRY.task(t), REGISTRY.model(m)).ok]
     if sweep.cells:
+        unmatched = [p for p in sweep.cells if not any(fnmatch.fnmatchcase(f"{t}/{m}", p) for t, m in cells)]
+        if unmatched and len(unmatched) < len(sweep.cells):  # a misspelt pattern beside good ones: not left out quietly
+            verb = "matches" if len(unmatched) == 1 else "match"
+            raise UserError(f"sweep {sweep.name}: --cells {', '.join(unmatched)} {verb} none of the cells that can run "
+                            f"({_close_cells(unmatched, cells)}`harness list` shows them)")
         cells = [(t, m) for t, m in cells if any(fnmatch.fnmatchcase(f"{t}/{m}", p) for p in sweep.cells)]
     if not cells:
         chosen = f" match {', '.join(sweep.cells)}" if sweep.cells else " can run together (see `harness list`)"
         raise UserError(f"sweep {sweep.name}: none of its tasks and models{chosen}")
     return cells
+
+
+def _close_cells(patterns: list[str], cells: list[tuple[str, str]]) -> str:
+    """``did you mean babi/memn2n? `` for the patterns that look like a cell's name, else ``""``."""
+    import difflib
+
+    names = [f"{t}/{m}" for t, m in cells]
+    close = [match for p in patterns for match in difflib.get_close_matches(p, names, n=1)]
+    return f"did you mean {', '.join(close)}? " if close else ""
 
 
 def trial_cells(sweep: Sweep) -> list[str]:
