@@ -196,7 +196,8 @@ def test_a_stopped_sweeps_trials_are_read_from_the_run_store(tmp_path, capsys):
     assert rows[0]["metrics"] == {"test/acc": 0.75} and "resumes it from its checkpoint" in rows[1]["reason"]
     assert rows[2]["run_id"] and "before its run started" in rows[2]["reason"]
     out = capsys.readouterr().out
-    assert "sweep lc was stopped (interrupted) before 3 of its 3 trials reported" in out
+    assert "sweep lc was stopped (interrupted) before 3 of its 3 trials reported (1 of their runs had completed all " \
+        "the same: the run store says so below)" in out
     assert "the same `harness sweep` command resumes it" in out
 
 

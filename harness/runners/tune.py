@@ -609,17 +609,22 @@ def sweep_rows(results: list[Any], sweep: Sweep, runs_dir: Path, configs: list[d
     saying how the sweep goes on. Trials whose config is not known at all are counted in one last row."""
     if configs is None or len(configs) != len(results):
         configs = [None] * len(results)
-    rows, unknown = [], 0
+    rows, unknown, stored_complete = [], 0, 0
     for result, config in zip(results, configs, strict=True):
         if _reported_nothing(result) and not (result.config or config):
             unknown += 1  # never started, and Ray does not say which trial it was
             continue
-        rows += _rows(result, sweep, runs_dir, config)
+        found = _rows(result, sweep, runs_dir, config)
+        if _reported_nothing(result):  # its run may have completed before the stop reached Tune
+            stored_complete += sum(row["status"] == "completed" for row in found)
+        rows += found
     stopped = sum(_reported_nothing(result) for result in results)
     if stopped:
-        print(f"sweep {sweep.name} was stopped (interrupted) before {stopped} of its {len(results)} trials reported: "
-              "the same `harness sweep` command resumes it (completed runs are reported, not retrained; the others "
-              "resume from their checkpoints), so Ray's Tuner.restore is not needed", flush=True)
+        already = (f" ({stored_complete} of their runs had completed all the same: the run store says so below)"
+                   if stored_complete else "")
+        print(f"sweep {sweep.name} was stopped (interrupted) before {stopped} of its {len(results)} trials "
+              f"reported{already}: the same `harness sweep` command resumes it (completed runs are reported, not "
+              "retrained; the others resume from their checkpoints), so Ray's Tuner.restore is not needed", flush=True)
     rows = sorted(rows + list(stored or []), key=lambda row: row["trial"])
     if unknown:
         rows.append({"trial": f"{unknown} more trial{'s' if unknown > 1 else ''}", "run_id": None,
