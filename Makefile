@@ -1,7 +1,7 @@
 # The harness's entry points. Each target creates .venv and installs the pinned dependencies on first use.
 #   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0 | SEEDS=0,1,2] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
 #   make sweep SWEEP=sweeps/<name>.yaml [CELLS='babi/*'] [ONLY=task.babi_id=1,8] [SEEDS=0,1,2] | make report | make publish RUNS="<run_id> ..." | make readme
-#   make reproduce RUN=<run_id> | UNCHECKED=1 [MINUTES=60] [RECORD=1] (train reference runs again, compare every figure)
+#   make reproduce RUN=<run_id> | UNCHECKED=1 [MINUTES=60] [JOBS=2] [RECORD=1] (train reference runs again, compare every figure)
 #   make test [TEST_WORKERS=2] | make lint | make list | make perf | make perf-publish | make sync | make clean
 
 PYTHON ?= python3
@@ -64,11 +64,11 @@ publish: $(STAMP)
 # Train a stored supervised or stepwise run again (a capped one for the epochs up to its tested checkpoint, or the
 # cycles it trained) and compare every figure; RECORD=1 keeps the check in results/reproductions.json. UNCHECKED=1:
 # the reference runs no check has trained again yet that ran on this machine's kind of CPU, cheapest first, for
-# at most MINUTES.
+# at most MINUTES, JOBS at a time (JOBS=2 on two cores: most reference runs trained on one thread).
 reproduce: $(STAMP)
 	@test -n "$(RUN)$(filter 1,$(UNCHECKED))" || { echo "make reproduce: name a run, e.g. make reproduce RUN=babi-lstm-cpu-s0-7a57f5e9 (harness runs --reference), or UNCHECKED=1 [MINUTES=60] for the runs not checked yet" >&2; exit 2; }
 	$(BIN)/harness reproduce $(RUN) $(if $(filter 1,$(UNCHECKED)),--unchecked) $(if $(MINUTES),--minutes $(MINUTES)) \
-		$(if $(RECORD),--record)
+		$(if $(JOBS),--jobs $(JOBS)) $(if $(RECORD),--record)
 
 # Rewrite the README's result tables from results/ (a test fails while they disagree).
 readme: $(STAMP)

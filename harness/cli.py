@@ -266,14 +266,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if not args.run and not args.unchecked:
         raise UserError("harness reproduce: name a run (harness runs --reference), or --unchecked for the reference "
                         "runs no check has trained again yet")
-    if not args.unchecked and (args.minutes is not None or args.list):
-        raise UserError("--minutes and --list go with --unchecked (the queue of runs not checked yet)")
+    if not args.unchecked and (args.minutes is not None or args.list or args.jobs != 1):
+        raise UserError("--minutes, --list and --jobs go with --unchecked (the queue of runs not checked yet)")
+    if args.jobs < 1:
+        raise UserError(f"--jobs {args.jobs}: give at least 1")
     if args.minutes is not None and not (math.isfinite(args.minutes) and args.minutes > 0):
         raise UserError(f"--minutes {args.minutes:g}: give a finite number of minutes > 0")
     if args.unchecked:
         from harness.reproduce_unchecked import reproduce_unchecked
 
-        return reproduce_unchecked(runs_dir, results, args.record, args.minutes, args.list)
+        return reproduce_unchecked(runs_dir, results, args.record, args.minutes, args.list, args.jobs)
     return reproduce_run(args.run, runs_dir, results, args.record)
 
 
@@ -701,6 +703,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=float, default=None,
                    help="with --unchecked: stop before a run that would not fit in these minutes (as it trained)")
     p.add_argument("--list", action="store_true", help="with --unchecked: print the queue, train nothing")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="with --unchecked: train this many checks at once, each in its own process (default 1)")
     p.set_defaults(func=cmd_reproduce)
     text = "carry the reference runs over an edit shown to compute nothing differently, so they do not read as stale"
     p = sub.add_parser("carry", help=text, description=_sentence(

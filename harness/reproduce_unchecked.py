@@ -17,12 +17,20 @@ ordinary ``harness reproduce RUN`` (its output, its exit code; ``--record`` keep
 and the last line counts the runs that came back bit for bit and names the others, also after Ctrl-C. ``--list``
 prints the queue without training (with ``--minutes``, how much of it fits). Exit code 0 when every run trained
 came back bit for bit, 1 otherwise, 130 when interrupted.
+
+``--jobs N`` trains up to N checks at once, each ``harness reproduce RUN`` in a process of its own whose output
+goes to ``<runs dir>/.reproduce/<run_id>.log``; its verdict is printed as it ends. Most reference runs trained on
+one thread, and a run computes the same figures however busy the machine is, so on two cores two checks at once
+take about half the time. A run starts only when it fits in what is left of ``--minutes`` at the pace it trained.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,26 +97,46 @@ def shown_minutes(minutes: float) -> str:
     return f"{minutes:.1f}" if math.isfinite(minutes) else "?"
 
 
+class Budget:
+    """What is left of ``--minutes`` (None: no limit) since the queue started."""
+
+    def __init__(self, minutes: float | None) -> None:
+        self.minutes, self.started = minutes, time.monotonic()
+
+    def fits(self, candidate: Candidate) -> bool:
+        """Whether ``candidate`` fits in what is left at the pace it trained; if not, a line saying so."""
+        if self.minutes is None:
+            return True
+        left = 60.0 * self.minutes - (time.monotonic() - self.started)
+        if 60.0 * candidate.minutes <= left:
+            return True
+        print(f"stopping before {candidate.run_id}: it took {shown_minutes(candidate.minutes)} minutes, "
+              f"{max(left, 0.0) / 60:.1f} are left of --minutes {self.minutes:g}", flush=True)
+        return False
+
+
+def announce(index: int, queued: int, candidate: Candidate) -> None:
+    print(f"[{index}/{queued}] {candidate.run_id} ({shown_minutes(candidate.minutes)} minutes when it trained)",
+          flush=True)
+
+
 def reproduce_unchecked(runs_dir: Path, results_dir: Path | None, record: bool, minutes: float | None,
-                        listing: bool) -> int:
+                        listing: bool, jobs: int = 1) -> int:
     """Train the qualifying runs of ``results_dir`` again, the cheapest first, within ``minutes`` (None: all of
-    them); with ``listing``, print the queue instead. The exit code (module docstring)."""
+    them), ``jobs`` at a time; with ``listing``, print the queue instead. The exit code (module docstring)."""
     if results_dir is None:
         raise UserError("--unchecked reads the reference store's runs and checks: name one with --results-dir")
     found = unchecked(results_dir)
     if listing or not found:
         print("\n".join(queue_lines(found, results_dir, minutes)))
         return 0
-    budget_s = None if minutes is None else 60.0 * minutes
-    started, outcomes = time.monotonic(), {}
+    if jobs > 1:
+        return side_by_side(found, runs_dir, results_dir, record, Budget(minutes), jobs)
+    budget, outcomes = Budget(minutes), {}
     for index, candidate in enumerate(found, 1):
-        left = None if budget_s is None else budget_s - (time.monotonic() - started)
-        if left is not None and 60.0 * candidate.minutes > left:
-            print(f"stopping before {candidate.run_id}: it took {shown_minutes(candidate.minutes)} minutes, "
-                  f"{max(left, 0.0) / 60:.1f} are left of --minutes {minutes:g}", flush=True)
+        if not budget.fits(candidate):
             break
-        print(f"[{index}/{len(found)}] {candidate.run_id} ({shown_minutes(candidate.minutes)} minutes when it "
-              "trained)", flush=True)
+        announce(index, len(found), candidate)
         try:
             code = reproduce_run(candidate.run_id, runs_dir, results_dir, record)
         except UserError as exc:  # composed again differently since: said, and the queue goes on
@@ -120,6 +148,67 @@ def reproduce_unchecked(runs_dir: Path, results_dir: Path | None, record: bool, 
         outcomes[candidate.run_id] = code
     print(summary(outcomes, len(found)))
     return 0 if all(code == 0 for code in outcomes.values()) else 1
+
+
+def side_by_side(found: list[Candidate], runs_dir: Path, results_dir: Path, record: bool, budget: Budget,
+                 jobs: int) -> int:
+    """``--jobs``: up to ``jobs`` checks at once, each ``harness reproduce RUN`` in a process of its own (module
+    docstring); Ctrl-C stops every check (each leaves its run resumable) and prints the summary."""
+    logs = runs_dir / ".reproduce"
+    logs.mkdir(parents=True, exist_ok=True)
+    waiting = list(enumerate(found, 1))
+    running: dict[str, tuple[subprocess.Popen[bytes], Any, Path]] = {}
+    outcomes: dict[str, int] = {}
+    closed = False  # a run did not fit: none after it starts (the queue is cheapest first; time only passes)
+    try:
+        while waiting or running:
+            while waiting and not closed and len(running) < jobs:
+                if not budget.fits(waiting[0][1]):
+                    closed = True
+                    break
+                index, candidate = waiting.pop(0)
+                announce(index, len(found), candidate)
+                log = logs / f"{candidate.run_id}.log"
+                out = log.open("wb")
+                command = [sys.executable, "-m", "harness.cli", "reproduce", candidate.run_id, "--runs-dir",
+                           str(runs_dir), "--results-dir", str(results_dir), *(["--record"] if record else [])]
+                running[candidate.run_id] = (subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT), out, log)
+            if not running:
+                break  # the next run does not fit (said), or none is left
+            time.sleep(0.2)
+            for run_id, (process, out, log) in list(running.items()):
+                if process.poll() is None:
+                    continue
+                out.close()
+                del running[run_id]
+                if process.returncode == INTERRUPTED:  # Ctrl-C reached it first: not an outcome (as one at a time)
+                    raise KeyboardInterrupt
+                outcomes[run_id] = ended(run_id, process.returncode, log)
+    except KeyboardInterrupt:
+        for process, _, _ in running.values():
+            process.send_signal(signal.SIGINT)
+        for run_id, (process, out, log) in running.items():
+            if process.wait() != INTERRUPTED:  # it ended before the Ctrl-C reached it
+                outcomes[run_id] = ended(run_id, process.returncode, log)
+            out.close()
+        print(summary(outcomes, len(found)), flush=True)
+        return INTERRUPTED
+    print(summary(outcomes, len(found)))
+    return 0 if all(code == 0 for code in outcomes.values()) else 1
+
+
+def ended(run_id: str, code: int, log: Path) -> int:
+    """Print how a check run by :func:`side_by_side` came out; its exit code."""
+    print(f"  {run_id}: {outcome_line(log)} (its output: {log})", flush=True)
+    return code
+
+
+def outcome_line(log: Path) -> str:
+    """A check's verdict from its output: the line comparing the figures, or else its last line."""
+    lines = [line.strip() for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith(("every one of the", "error:", "no completed run"))
+            or " figures differ, by up to " in line]
+    return (said or lines or ["no output"])[-1]
 
 
 def summary(outcomes: dict[str, int], queued: int) -> str:

@@ -312,6 +312,7 @@ def test_the_unchecked_runs_are_trained_again_and_recorded_within_the_minutes_gi
     assert "is left unchecked that this machine can train again bit for bit" in capfd.readouterr().out
     for wrong, said in ((["reproduce"], "name a run"), (["reproduce", stored.name, "--unchecked"], "not both"),
                         (["reproduce", stored.name, "--list"], "go with --unchecked"),
+                        (["reproduce", stored.name, "--jobs", "2"], "go with --unchecked"),
                         (["reproduce", "--unchecked", "--minutes", "nan"], "give a finite number of minutes > 0"),
                         (["reproduce", "--unchecked", "--minutes", "inf"], "give a finite number of minutes > 0")):
         assert main(wrong) == 2, wrong
@@ -326,3 +327,26 @@ def test_make_reproduce_without_a_run_or_unchecked_1_says_what_to_name(variables
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done
     assert done.stderr.splitlines()[0].startswith("make reproduce: name a run"), done.stderr
+
+
+def test_the_unchecked_runs_train_side_by_side_with_jobs(stored: Path, env: dict[str, str],
+                                                         capfd: pytest.CaptureFixture[str]) -> None:
+    """``--jobs 2``: two checks at once, each in its own process with its output in a log; both recorded (the log of
+    checks is locked between them), the summary as one after another."""
+    from harness.reproductions import load
+
+    results = stored.parents[2]
+    assert main(["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "--seed", "1",
+                 "task.source=generator"]) == 0
+    second = only_run(Path(env["HARNESS_RUNS_DIR"]))
+    shutil.move(second, results / "babi" / "lstm" / second.name)
+    capfd.readouterr()
+    assert main(["reproduce", "--unchecked", "--jobs", "2", "--record", "--results-dir", str(results)]) == 0
+    out = capfd.readouterr().out
+    logs = Path(env["HARNESS_RUNS_DIR"]) / ".reproduce"
+    for name in (stored.name, second.name):
+        assert f"  {name}: every one of the " in out and (logs / f"{name}.log").is_file(), out
+    assert out.strip().splitlines()[-1] == "2 of 2 runs trained again came back bit for bit"
+    assert sorted(check["run_id"] for check in load(results)) == sorted([stored.name, second.name])
+    assert main(["reproduce", "--unchecked", "--jobs", "0", "--results-dir", str(results)]) == 2
+    assert "--jobs 0: give at least 1" in capfd.readouterr().err
