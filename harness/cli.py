@@ -13,7 +13,6 @@ import contextlib
 import math
 import os
 import re
-import shlex
 import signal
 import sys
 from pathlib import Path
@@ -471,7 +470,7 @@ def _print_reruns(listing: Listing, options: list[str]) -> None:
     """For each stale run listed: what changed and the command that runs it again (with
     ``options`` added to the bench command's own: ``--force`` for a completed run of the user's store, which plain
     ``bench`` only reports)."""
-    from harness.rerun import reproduce, wall_hours
+    from harness.rerun import reproduce, wall_hours, with_options
 
     rows = listing.rows
     print(f"\nrerun ({wall_hours(rows):.1f} h of wall time in all), then `harness publish <run_id>` for a "
@@ -479,8 +478,7 @@ def _print_reruns(listing: Listing, options: list[str]) -> None:
     for row in rows:
         command, note = reproduce(Path(row["path"]))
         if command and options:
-            head, sep, tail = command.partition(" -- ")
-            command = " ".join([head, *(shlex.quote(option) for option in options)]) + sep + tail
+            command = with_options(command, options)
         minutes = float(row.get("wall_time_s") or 0.0) / 60.0
         print(f"  {row.get('run_id')} ({minutes:.1f} min; changed: {', '.join(listing.stale(row))})")
         print(f"    {command or 'cannot be composed again: ' + note}" + (f"  # {note}" if command and note else ""))
@@ -670,7 +668,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
     p.add_argument("--to", default=None, help="the reference store (default: results/ in the repository)")
     p.set_defaults(func=cmd_publish)
-    text = "test a completed run on other data (task.test_* settings) without retraining"
+    text = "test a completed supervised run on other data (task.test_* settings) without retraining"
     p = sub.add_parser("retest", help=text,
                        description=_sentence(text, "; a new split is scored as the run's own test pass scored its"
                                                    " splits"))
@@ -678,7 +676,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("overrides", nargs="+", help="task settings naming the new test data, e.g. task.test_on=[files]")
     p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
     p.set_defaults(func=cmd_retest)
-    text = "write a completed run's per-example test predictions (from its checkpoint)"
+    text = "write a completed supervised run's per-example test predictions (from its checkpoint)"
     p = sub.add_parser("predict", help=text, description=_sentence(text, " into <run>/predictions/"))
     p.add_argument("run", help="a run id (from `harness runs`) or a run directory")
     p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)

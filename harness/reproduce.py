@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
-from harness.rerun import Rebuilt, rebuild
+from harness.rerun import Rebuilt, rebuild, with_options
 
 INTERRUPTED = 130
 
@@ -45,10 +45,14 @@ class Plan:
 
 
 def find_stored(name: str, runs_dir: Path, results_dir: Path | None) -> Path:
-    """A stored run's folder, named by its path or by its run id: in the reference store first, then the user's."""
+    """A stored run's folder, named by its path or by its run id: in the reference store first, then the store it
+    is trained again into (``--runs-dir``), then the user's own ($HARNESS_RUNS_DIR or ./runs), where ``harness
+    runs`` lists it."""
+    from harness.runs import default_runs_dir
+
     if (Path(name) / "results.json").is_file():
         return Path(name)
-    stores = [store for store in (results_dir, runs_dir) if store is not None]
+    stores = list(dict.fromkeys(store for store in (results_dir, runs_dir, default_runs_dir()) if store is not None))
     for store in stores:
         found = sorted(store.glob(f"*/*/{name}/results.json"))
         if found:
@@ -236,7 +240,7 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
     if target.resolve() == stored.resolve():
         raise UserError(f"{results['run_id']} is itself in {runs_dir}: its command composes the same run; "
                         f"reproduce it into another store (--runs-dir), or retrain it with --force: "
-                        f"{chosen.rebuilt.command} --force")
+                        f"{with_options(chosen.rebuilt.command, ['--force'])}")
     print(f"{results['run_id']} (trained on {processor(machine(results))}): {chosen.what}", flush=True)
     if chosen.caveat:
         print(f"  the figures may differ: {chosen.caveat}", flush=True)

@@ -59,6 +59,13 @@ class Rebuilt:
         return " ".join(shlex.quote(part) for part in ["harness", *self.bench_args])
 
 
+def with_options(command: str, options: list[str]) -> str:
+    """A ``harness bench`` command with ``options`` (e.g. ``--force``) added to its own, before the ``--`` that
+    starts its config overrides (after it, an option would read as a bad override)."""
+    head, sep, tail = command.partition(" -- ")
+    return " ".join([head, *(shlex.quote(option) for option in options)]) + sep + tail
+
+
 def rebuild(run_dir: Path, settings: dict[str, Any] | None = None) -> Rebuilt | str:
     """The stored run in ``run_dir`` composed again (:class:`Rebuilt`), or why it cannot be. A member of a stack is
     rerun with its stack (``--seeds``, its members' seeds), as it was trained. ``settings`` (dotted config keys)

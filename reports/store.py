@@ -245,12 +245,28 @@ def telling_keys(flat_configs: list[dict[str, str]]) -> list[list[str]]:
     usual value, any other always. Five configurations that each change one setting of a sixth are named by
     that setting alone, the sixth by none; two configurations never end up with the same names and values. The
     usual value of a key in ``harness.config.NEUTRAL_ADDED_KEYS`` is its neutral one (unset, in configs flattened
-    by :func:`flat_settings`), whatever most of them hold: what every run before the key computed."""
+    by :func:`flat_settings`), whatever most of them hold: what every run before the key computed. The data
+    fingerprint names a config only where its other names do not tell it apart (:func:`_without_fingerprint`)."""
     keys = differing_keys(flat_configs)
     usual = {key: None if key in NEUTRAL_ADDED_KEYS else _usual_value([values.get(key) for values in flat_configs])
              for key in keys}
-    return [[key for key in keys if usual[key] is _NO_USUAL_VALUE or values.get(key) != usual[key]]
-            for values in flat_configs]
+    names = [[key for key in keys if usual[key] is _NO_USUAL_VALUE or values.get(key) != usual[key]]
+             for values in flat_configs]
+    return [_without_fingerprint(named, values, flat_configs)
+            for named, values in zip(names, flat_configs, strict=True)]
+
+
+DATA_FINGERPRINT = "data.fingerprint"  # a digest of the data read, set by the launcher: no reader's setting
+
+
+def _without_fingerprint(named: list[str], values: dict[str, str], flat_configs: list[dict[str, str]]) -> list[str]:
+    """``named`` without the data fingerprint where the other names already tell ``values`` apart from every other
+    config (runs on MNIST and on scikit-learn's digits: ``task.source`` says it); kept where it alone does."""
+    rest = [key for key in named if key != DATA_FINGERPRINT]
+    if len(rest) == len(named) or not rest:
+        return named
+    others = [other for other in flat_configs if other is not values]
+    return rest if all(any(other.get(key) != values.get(key) for key in rest) for other in others) else named
 
 
 _NO_USUAL_VALUE = object()  # where two values tie for the most; None is a value here (the entry unset)

@@ -241,6 +241,8 @@ MISTAKES: list[Mistake] = [
             "'sparse' is not one of parallel, factored, dense"),
     Mistake("protocol.name=x", (*BABI, "protocol.name=x"), "'x' is not one of single, curriculum"),
     Mistake("rl.algorithm=x", (*CARTPOLE, "rl.algorithm=x"), "'x' is not one of impala, ppo"),
+    Mistake("rl.eval_episodes=0 (a run with no held-out figure)", (*CARTPOLE, "rl.eval_episodes=0"),
+            "'rl.eval_episodes' (command line): 0 is not an int >= 1"),
     Mistake("tracking.tags not a list", (*BABI, "tracking.tags=notalist"), "'notalist' is not a list"),
     Mistake("task.data_set=en-5k", (*BABI, "task.data_set=en-5k"), "'en-5k' is not one of en, en-10k, en-valid-10k"),
     Mistake("task.babi_id=25", (*BABI, "task.babi_id=25"), "25 is not one of 1..20, all"),

@@ -148,6 +148,16 @@ def test_a_first_recall_step_past_the_sequence_is_refused(env, capsys):
     assert main([*RECALL, "task.first_recall_step=6", "stepwise.steps=8"]) == 0  # trained on 8 steps
 
 
+def test_an_update_freq_that_changes_nothing_but_the_run_id_is_refused(env, capsys):
+    """Full BPTT steps the optimiser once a trajectory whatever ``stepwise.update_freq`` says, and a frequency past
+    the trajectory's length steps it at the end as update_freq = steps does: either would only give another run id."""
+    assert main([*RECALL, "stepwise.bptt=true", "stepwise.update_freq=3"]) == 2
+    assert "stepwise.update_freq (3) is read without stepwise.bptt only" in _one_error_line(capsys)
+    assert main([*RECALL, "stepwise.update_freq=9"]) == 2
+    assert "stepwise.update_freq (9) is longer than stepwise.steps (4)" in _one_error_line(capsys)
+    assert not Path(env["HARNESS_RUNS_DIR"]).exists()
+
+
 # 7. one count formatter for the report ----------------------------------------------------------------------------
 def test_the_report_formats_counts_in_one_place():
     from reports import build, tables

@@ -486,6 +486,13 @@ def test_variants_name_where_a_configuration_departs_from_the_usual_one_counting
     assert telling_keys([{"task.trim_batches": "true"}, {}]) == [["task.trim_batches"], []]
     assert telling_keys([{"task.trim_batches": "true"}, {"task.trim_batches": "true"}, {}]) == \
         [["task.trim_batches"], ["task.trim_batches"], []]
+    # the data fingerprint names a config only where nothing else tells it apart: MNIST and digits runs by their
+    # source; two digits runs of other data files by the fingerprint alone
+    mnist, digits = ({"task.source": f'"{source}"', "data.fingerprint": f'"{fp}"'} for source, fp in
+                     (("mnist", "f1"), ("digits", "f2")))
+    assert telling_keys([mnist, digits]) == [["task.source"], ["task.source"]]
+    assert telling_keys([mnist, digits, {**digits, "data.fingerprint": '"f3"'}]) == \
+        [["task.source"], ["data.fingerprint"], ["data.fingerprint"]]
 
 
 def test_a_run_stating_a_key_added_later_at_its_neutral_value_is_one_configuration_with_one_from_before(

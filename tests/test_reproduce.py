@@ -56,7 +56,13 @@ def test_a_run_trained_again_gives_every_figure_bit_for_bit_and_a_changed_figure
     assert "the same kind of CPU: a difference here is not rounding" in out
 
     assert main(["reproduce", str(Path(env["HARNESS_RUNS_DIR"]) / "babi" / "lstm" / stored.name)]) == 2  # itself
-    assert "is itself in" in capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert "is itself in" in err and " --seed 0 --force -- " in err  # --force before the overrides: a command that runs
+
+    # the user's own run, named by its id as `harness runs` lists it, trained again into another store
+    elsewhere = Path(env["HARNESS_RUNS_DIR"]).parent / "elsewhere"
+    assert main(["reproduce", stored.name, "--results-dir", "", "--runs-dir", str(elsewhere)]) == 0
+    assert "every one of the" in capfd.readouterr().out and (elsewhere / "babi" / "lstm" / stored.name).is_dir()
 
 
 def test_a_recorded_check_is_kept_in_the_reference_store_and_shown_in_the_readme_table(

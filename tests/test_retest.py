@@ -58,3 +58,19 @@ def test_retest_refuses_a_run_without_a_checkpoint(env, tmp_path):
         ckpt.unlink()
     with pytest.raises(UserError, match="no intact checkpoint"):
         retest(str(run.parent), ["task.test_on=[files]"], Path(runs))
+
+
+def test_a_run_that_cannot_be_retested_says_what_it_is_before_judging_the_settings(tmp_path: Path,
+                                                                                   capsys: pytest.CaptureFixture[str]):
+    """A stepwise run (world-state streams) is not retested: the error names its kind, whatever settings were
+    given, rather than first calling a task setting "not a test setting"."""
+    from tests.test_report import write_run
+
+    run = write_run(tmp_path, "lstm_recall", "stream_lstm", 0, metrics={"test/acc": 0.9})
+    for args in (["task.n=2"], ["task.test_on=[x]"]):
+        assert main(["retest", run.name, *args, "--runs-dir", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "only single-protocol supervised runs can be retested; " \
+            f"{run.name} is a stepwise run" in err, err
+    assert main(["predict", run.name, "--runs-dir", str(tmp_path)]) == 2
+    assert f"{run.name} is a stepwise run" in capsys.readouterr().err

@@ -111,6 +111,7 @@ def check_run_config(composed: Composed) -> None:
             raise UserError(f"stepwise.curriculum.start ({cfg.stepwise.curriculum.start}) is longer than "
                             f"stepwise.steps ({cfg.stepwise.steps}), the length it grows to")
         check_first_recall_step(cfg)
+        check_update_freq(cfg)
         return
     if cfg.protocol.name == "curriculum":
         from harness.runners.curriculum import check_protocol_config
@@ -155,6 +156,18 @@ def check_first_recall_step(cfg: Any) -> None:
         past = f"task.length ({length})" + ("" if last == int(length) else f" and stepwise's steps (up to {last})")
         raise UserError(f"task.first_recall_step ({first}) is past {past}, the last step the run trains and tests "
                         f"on: none would recall but the forced one at step {length}; give at most {last}")
+
+
+def check_update_freq(cfg: Any) -> None:
+    """``stepwise.update_freq`` where it would change nothing but the run id: full BPTT takes one optimiser step a
+    trajectory whatever it says, and a trajectory never longer than ``stepwise.steps`` steps at its end anyway."""
+    freq, steps = int(cfg.stepwise.update_freq), int(cfg.stepwise.steps)
+    if cfg.stepwise.bptt and freq != 1:
+        raise UserError(f"stepwise.update_freq ({freq}) is read without stepwise.bptt only: full backpropagation "
+                        "takes one optimiser step a trajectory; leave update_freq at 1")
+    if freq > steps:
+        raise UserError(f"stepwise.update_freq ({freq}) is longer than stepwise.steps ({steps}): every trajectory "
+                        f"would take its one optimiser step at its end, as update_freq={steps} does")
 
 
 def check_ppo_minibatch(cfg: Any) -> None:

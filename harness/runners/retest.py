@@ -80,19 +80,27 @@ def is_test_setting(key: str) -> bool:
     return (key.startswith(_TEST_PREFIX) and key != _TEST_PREFIX) or key in _TEST_KEYS
 
 
-def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
-               doing: str) -> tuple[Run, dict[str, Any], Composed, Prepared, TaskData]:
-    """A completed single-protocol supervised run of the store: its results, its stored config (with
-    ``overrides``) composed again, its task prepared and its data loaded. ``doing`` names the action in the
-    error for a run that is not completed."""
-    warm_vector_math()  # as a training run does: its evaluation computes what training's did, bit for bit
+def stored_run(name: str, runs_dir: Path | None, doing: str) -> tuple[Run, dict[str, Any], dict[str, Any]]:
+    """A completed single-protocol supervised run of the store that this process may write into: the run, its
+    results and its stored config; else a UserError naming why (``doing`` names the action)."""
     run: Run = find_run(name, runs_dir or default_runs_dir())
     results = run.completed_results(doing)
     check_can_create_in(run.path, f"{run.path} cannot be {doing}")  # both write into the run: a read-only store
     stored = stored_config(run, doing)
-    if REGISTRY.task(str(stored["task"]["name"])).kind != "supervised" or \
-            (stored.get("protocol") or {}).get("name", "single") != "single":
-        raise UserError(f"only single-protocol supervised runs can be {doing}")
+    kind = REGISTRY.task(str(stored["task"]["name"])).kind
+    protocol = (stored.get("protocol") or {}).get("name", "single")
+    if kind != "supervised" or protocol != "single":
+        what = f"a {kind} run" if kind != "supervised" else f"a run of the {protocol} protocol"
+        raise UserError(f"only single-protocol supervised runs can be {doing}; {run.path.name} is {what}")
+    return run, results, stored
+
+
+def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
+               doing: str) -> tuple[Run, dict[str, Any], Composed, Prepared, TaskData]:
+    """A completed single-protocol supervised run of the store (:func:`stored_run`): its results, its stored config
+    (with ``overrides``) composed again, its task prepared and its data loaded."""
+    warm_vector_math()  # as a training run does: its evaluation computes what training's did, bit for bit
+    run, results, stored = stored_run(name, runs_dir, doing)
     composed = recompose(stored, overrides)
     try:
         prepared = prepare_task(composed)
@@ -178,6 +186,7 @@ def retest(name: str, overrides: list[str], runs_dir: Path | None = None) -> dic
     keeps the limit and the examples scored; the command's output says when a limit applied."""
     bad = [item for item in overrides if not is_test_setting(item.split("=", 1)[0].lstrip("+"))]
     if bad:
+        stored_run(name, runs_dir, "retested")  # a run that cannot be retested at all says so first
         raise UserError(f"retest changes the test data only: {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} "
                         f"not a test setting ({', '.join(TEST_SETTINGS)}); what the run trained on stays as it was")
     run, results, composed, prepared, data = reload_run(name, overrides, runs_dir, "retested")
