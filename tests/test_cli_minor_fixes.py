@@ -143,9 +143,15 @@ def test_every_shipped_runs_learning_rate_is_in_range():
 def test_a_first_recall_step_past_the_sequence_is_refused(env, capsys):
     assert main([*RECALL, "task.first_recall_step=5"]) == 2
     line = _one_error_line(capsys)
-    assert "task.first_recall_step (5) is past task.length (4)" in line and "give at most 4" in line
+    assert "task.first_recall_step (5) is past the last step the run trains and tests on (stepwise.steps and " \
+        "eval_steps: 4): only the forced recall at step 4 would be asked" in line
+    assert "give at most 4" in line
     assert main([*RECALL, "task.first_recall_step=4"]) == 0  # the last step: reminder noise there
     assert main([*RECALL, "task.first_recall_step=6", "stepwise.steps=8"]) == 0  # trained on 8 steps
+    # a sequence longer than the trajectories: not even the forced recall is reached
+    assert main([*RECALL, "task.length=6", "stepwise.steps=3", "task.first_recall_step=5"]) == 2
+    assert "(stepwise.steps and eval_steps: 3): no recall would be asked at all (the forced one, at step 6, is " \
+        "past them too)" in _one_error_line(capsys)
 
 
 def test_an_update_freq_that_changes_nothing_but_the_run_id_is_refused(env, capsys):

@@ -144,18 +144,20 @@ def check_betas(cfg: Any) -> None:
 
 def check_first_recall_step(cfg: Any) -> None:
     """LSTM recall's ``task.first_recall_step`` (no recall or reminder noise before it; the forced recall at
-    ``task.length`` excepted) past ``task.length`` and past every step the run trains and tests on
-    (``stepwise.steps``, ``stepwise.eval_steps``) changes nothing but the long rollouts: a mistake the task's own
-    checks (its frozen code) do not catch, refused here in one line."""
+    ``task.length`` excepted) past every step the run trains and tests on (``stepwise.steps``,
+    ``stepwise.eval_steps``) changes nothing but the long rollouts: no trajectory would recall but the forced
+    recall, where it is reached. A mistake the task's own checks (its frozen code) do not catch, refused here in
+    one line."""
     first = OmegaConf.select(cfg, "task.first_recall_step")
     length = OmegaConf.select(cfg, "task.length")
     if first is None or length is None:
         return
-    last = max(int(length), int(cfg.stepwise.steps), int(cfg.stepwise.eval_steps or cfg.stepwise.steps))
+    last = max(int(cfg.stepwise.steps), int(cfg.stepwise.eval_steps or cfg.stepwise.steps))
     if int(first) > last:
-        past = f"task.length ({length})" + ("" if last == int(length) else f" and stepwise's steps (up to {last})")
-        raise UserError(f"task.first_recall_step ({first}) is past {past}, the last step the run trains and tests "
-                        f"on: none would recall but the forced one at step {length}; give at most {last}")
+        asked = (f"only the forced recall at step {length} would be asked" if int(length) <= last else
+                 f"no recall would be asked at all (the forced one, at step {length}, is past them too)")
+        raise UserError(f"task.first_recall_step ({first}) is past the last step the run trains and tests on "
+                        f"(stepwise.steps and eval_steps: {last}): {asked}; give at most {last}")
 
 
 def check_update_freq(cfg: Any) -> None:
