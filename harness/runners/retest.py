@@ -80,6 +80,10 @@ def is_test_setting(key: str) -> bool:
     return (key.startswith(_TEST_PREFIX) and key != _TEST_PREFIX) or key in _TEST_KEYS
 
 
+class NotRetestable(UserError):
+    """A run of a kind that is not retested or predicted (stepwise, RL, a curriculum)."""
+
+
 def stored_run(name: str, runs_dir: Path | None, doing: str) -> tuple[Run, dict[str, Any], dict[str, Any]]:
     """A completed single-protocol supervised run of the store that this process may write into: the run, its
     results and its stored config; else a UserError naming why (``doing`` names the action)."""
@@ -91,7 +95,7 @@ def stored_run(name: str, runs_dir: Path | None, doing: str) -> tuple[Run, dict[
     protocol = (stored.get("protocol") or {}).get("name", "single")
     if kind != "supervised" or protocol != "single":
         what = f"a {kind} run" if kind != "supervised" else f"a run of the {protocol} protocol"
-        raise UserError(f"only single-protocol supervised runs can be {doing}; {run.path.name} is {what}")
+        raise NotRetestable(f"only single-protocol supervised runs can be {doing}; {run.path.name} is {what}")
     return run, results, stored
 
 
@@ -186,7 +190,12 @@ def retest(name: str, overrides: list[str], runs_dir: Path | None = None) -> dic
     keeps the limit and the examples scored; the command's output says when a limit applied."""
     bad = [item for item in overrides if not is_test_setting(item.split("=", 1)[0].lstrip("+"))]
     if bad:
-        stored_run(name, runs_dir, "retested")  # a run that cannot be retested at all says so first
+        try:
+            stored_run(name, runs_dir, "retested")
+        except NotRetestable:
+            raise  # a run that cannot be retested at all says so first
+        except UserError:
+            pass  # one not found or not completed: the settings are wrong whatever it is
         raise UserError(f"retest changes the test data only: {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} "
                         f"not a test setting ({', '.join(TEST_SETTINGS)}); what the run trained on stays as it was")
     run, results, composed, prepared, data = reload_run(name, overrides, runs_dir, "retested")
