@@ -94,6 +94,12 @@ def summary(check: dict[str, Any]) -> str:
     return f"{check.get('equal')} of {figures} figures equal ({details})"
 
 
+def summaries(store: Path) -> dict[str, str]:
+    """Each checked run's latest check in ``store``'s log (the reference store's), as :func:`summary` words it, by
+    run id: what ``harness runs --format csv`` and a run's report page show."""
+    return {run_id: summary(check) for run_id, check in latest(load(store)).items()}
+
+
 def append(results_dir: Path, check: dict[str, Any]) -> Path:
     """Add a check to the stored log (written whole, atomically: a failed write leaves the old log). The store's
     folder is locked from reading the log to writing it, so checks recorded by reproductions that end together

@@ -522,14 +522,13 @@ def run_records(listing: Listing) -> list[dict[str, Any]]:
     ``train.max_epochs``); ``wall_time_s`` of its section's ``max_time_s``. ``sweep``: the sweep that ran it;
     ``stack``: the run ids it trained with as one stacked computation, space-separated. Numbers are numbers;
     whatever a run does not record (or records as NaN) is None, never a stand-in value."""
-    from harness.reproductions import latest, load, summary
+    from harness.reproductions import summaries
     from reports.store import assign_variants, load_run, natural_key
 
     runs = [load_run(Path(row["path"]) / "results.json", listing.store) for row in listing.rows]
     assign_variants(runs)
-    checks = latest(load(listing.store))
-    records = [{**_record(run, listing.code[row["path"]]),
-                "reproduced": summary(checks[run.run_id]) if run.run_id in checks else None}
+    reproduced = summaries(listing.store)
+    records = [{**_record(run, listing.code[row["path"]]), "reproduced": reproduced.get(run.run_id)}
                for run, row in zip(runs, listing.rows, strict=True)]
     metrics = sorted({key for record in records for key in record["metrics"]}, key=natural_key)
     return [{**{key: record[key] for key in LEADING_COLUMNS}, **{key: record["metrics"].get(key) for key in metrics}}

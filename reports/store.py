@@ -514,17 +514,17 @@ def load_stores(stores: list[tuple[Path, str]]) -> list[RunRecord]:
     its origin, whether its code is stale and its latest reproduction check, with page names unique across the
     stores."""
     from harness.provenance import run_code_status
-    from harness.reproductions import latest, load, summary
+    from harness.reproductions import summaries
 
     runs: list[RunRecord] = []
     for root, origin in stores:
         if not root.is_dir():
             continue
-        checks = latest(load(root))  # the reference store's reproductions.json
+        reproduced = summaries(root)  # from the reference store's reproductions.json
         for path in sorted(root.glob("*/*/*/results.json")):
             run = load_run(path, root)
             run.origin = origin
-            run.reproduced = summary(checks[run.run_id]) if run.run_id in checks else None
+            run.reproduced = reproduced.get(run.run_id)
             try:
                 status = run_code_status(run.results)
                 run.stale = status.stale
