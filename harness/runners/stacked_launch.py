@@ -55,6 +55,7 @@ from harness.runners.launch import (
     diverged_advice,
     open_tracker,
     record_progress,
+    refused_when_too_large,
     remove_leftover_temporaries,
     signals_deferred,
     terminate_as_interrupt,
@@ -311,8 +312,9 @@ class StackLaunch:
     def run(self) -> int:
         if not self.todo:
             return 0
-        datas, models = self._build()
-        refusal = vmap_refusal(models, datas[0])
+        with refused_when_too_large(self.todo[0][0]):  # one line, as a solo run too large to allocate
+            datas, models = self._build()
+            refusal = vmap_refusal(models, datas[0])
         if refusal:
             first = self.todo[0][0]
             raise UnstackableModelError(f"{first.cfg.model.name} cannot train as a stack on {first.task.name} "
