@@ -5,6 +5,7 @@ predict` writes the same file again from the checkpoint; the run page shows both
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from harness.cli import main
 from harness.runners.predictions import FOLDER, predict_run, read_predictions
 from reports.build import main as build_report
-from tests.conftest import only_run
+from tests.conftest import SHARED_DATA, only_run
 
 FLOAT32 = 1e-6  # the run stores its metrics as float32
 BABI = ["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "task.source=generator"]
@@ -83,3 +84,26 @@ def test_predict_refuses_runs_it_cannot_predict(env, tmp_path, capsys):
     assert "no intact checkpoint" in capsys.readouterr().err
     assert main(["predict", "nope", "--runs-dir", str(runs)]) == 2
     assert main(["predict", run.name, "--runs-dir", str(Path(tmp_path / "elsewhere"))]) == 2
+
+
+def test_predict_refuses_data_that_changed_since_the_run_scored_it(env, tmp_path, monkeypatch, capsys):
+    """Predictions of other data than the run's figures measured would stand beside figures they do not explain:
+    a test file edited after training is named, and the stored predictions are left as they were."""
+    data = tmp_path / "data" / "babi" / "en-10k"
+    data.mkdir(parents=True)
+    for path in (SHARED_DATA / "babi" / "en-10k").glob("qa1_*"):
+        shutil.copy(path, data / path.name)
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    runs = tmp_path / "runs"
+    assert main([*BABI[:-1], "task.source=files", "--runs-dir", str(runs)]) == 0
+    run = only_run(runs)
+    before = (run / FOLDER / "predictions.csv.gz").read_bytes()
+    test_file = data / "qa1_single-supporting-fact_test.txt"
+    test_file.write_text(test_file.read_text().replace("\tkitchen\t", "\tgarden\t"))
+    capsys.readouterr()
+    assert main(["predict", run.name, "--runs-dir", str(runs)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"error: {run.name} cannot be predicted: its data changed since it was scored "
+                   "(babi/en-10k/qa1_single-supporting-fact_test.txt differs from what it measured); put back the "
+                   "data it used, or train a run on this data"), err
+    assert (run / FOLDER / "predictions.csv.gz").read_bytes() == before

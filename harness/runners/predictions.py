@@ -182,7 +182,7 @@ def predict_run(name: str, runs_dir: Path | None = None) -> dict[str, Any]:
     """``harness predict RUN``: write the predictions of a completed run of the store from its checkpoint."""
     from harness.runners.retest import reload_run
 
-    run, results, composed, _, data = reload_run(name, [], runs_dir, "predicted")
+    run, results, composed, _, data = reload_run(name, [], runs_dir, "predicted", own_data=True)
     summary = write_predictions(run, composed, data, retested=_retested(name, results, runs_dir))
     for split, numbers in summary.items():
         print(f"{split}: {numbers['wrong']} wrong of {numbers['examples']} (acc {numbers['acc']:.4f}; "
@@ -203,7 +203,8 @@ def _retested(name: str, results: dict[str, Any],
         names = [split for split in record.get("splits") or [] if split not in seen]
         if not names:
             continue
-        _, _, composed, _, data = reload_run(name, list(record.get("overrides") or []), runs_dir, "predicted")
+        _, _, composed, _, data = reload_run(name, list(record.get("overrides") or []), runs_dir, "predicted",
+                                             recorded_data=record.get("data") or {})
         groups.append((composed, data, names, record.get("limit_eval_batches")))
         seen.update(names)
     return groups

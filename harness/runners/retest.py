@@ -99,10 +99,12 @@ def stored_run(name: str, runs_dir: Path | None, doing: str) -> tuple[Run, dict[
     return run, results, stored
 
 
-def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
-               doing: str) -> tuple[Run, dict[str, Any], Composed, Prepared, TaskData]:
+def reload_run(name: str, overrides: list[str], runs_dir: Path | None, doing: str, own_data: bool = False,
+               recorded_data: dict[str, Any] | None = None) -> tuple[Run, dict[str, Any], Composed, Prepared, TaskData]:
     """A completed single-protocol supervised run of the store (:func:`stored_run`): its results, its stored config
-    (with ``overrides``) composed again, its task prepared and its data loaded."""
+    (with ``overrides``) composed again, its task prepared and its data loaded. The data must still match, checked
+    before it is loaded (:func:`check_same_data`), the run's own data record with ``own_data`` (``data`` in its
+    results.json), or ``recorded_data`` (a retest's)."""
     warm_vector_math()  # as a training run does: its evaluation computes what training's did, bit for bit
     run, results, stored = stored_run(name, runs_dir, doing)
     composed = recompose(stored, overrides)
@@ -112,7 +114,25 @@ def reload_run(name: str, overrides: list[str], runs_dir: Path | None,
         missing = getattr(exc, "full_key", None) or str(exc).splitlines()[0]
         raise UserError(f"{run.config_path} lacks {missing!s}, which the task needs (damaged, or written by an "
                         f"older harness); the run cannot be {doing}") from None
+    if own_data or recorded_data is not None:
+        check_same_data(run, (results.get("data") or {}) if own_data else recorded_data or {}, prepared.data, doing)
     return run, results, composed, prepared, prepared.task.load()
+
+
+def check_same_data(run: Run, recorded: dict[str, Any], now: dict[str, Any], doing: str) -> None:
+    """A UserError unless the data found now has the fingerprint ``recorded`` when the run (or its retest) measured
+    its figures: scores of other data would stand beside figures they do not explain. The files whose digests
+    differ are named (a task that records none: its fingerprint only)."""
+    then, found = recorded.get("fingerprint"), now.get("fingerprint")
+    if not then or not found or then == found:
+        return
+    old, new = recorded.get("files") or {}, now.get("files") or {}
+    changed = sorted(path for path in {*old, *new} if old.get(path) != new.get(path))
+    what = (f"{changed[0]}{f' and {len(changed) - 1} more files' if len(changed) > 1 else ''} "
+            f"{'differ' if len(changed) > 1 else 'differs'} from what it measured" if changed
+            else f"fingerprint {found}, where it measured {then}")
+    raise UserError(f"{run.path.name} cannot be {doing}: its data changed since it was scored ({what}); put back "
+                    "the data it used, or train a run on this data")
 
 
 def other_test_data(stored: dict[str, Any], reported: set[str], tried: dict[str, Any] | None = None) -> str | None:
