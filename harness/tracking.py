@@ -21,6 +21,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from harness.errors import UserError
+
 # Settings that keep wandb from touching the network or spending CPU on system metrics.
 _QUIET_DEFAULTS = {
     "WANDB_MODE": "offline",
@@ -33,11 +35,20 @@ _QUIET_DEFAULTS = {
 }
 
 
+WANDB_MODES = ("offline", "online", "disabled", "shared", "dryrun", "run")
+"""The values W&B's own settings accept for ``WANDB_MODE`` (wandb 0.31's ``Settings.mode``)."""
+
+
 def configure_environment() -> str:
-    """Fill in the offline defaults (the user's own settings win) and return the W&B mode."""
+    """Fill in the offline defaults (the user's own settings win) and return the W&B mode; a ``WANDB_MODE`` W&B
+    would refuse is the user's mistake, refused before any run starts (W&B would only fail once the run trained on
+    without its mirror)."""
     for key, value in _QUIET_DEFAULTS.items():
         os.environ.setdefault(key, value)
-    return os.environ["WANDB_MODE"]
+    mode = os.environ["WANDB_MODE"]
+    if mode not in WANDB_MODES:
+        raise UserError(f"WANDB_MODE={mode!r} is not a W&B mode; use offline (the default), disabled or online")
+    return mode
 
 
 _STARTER: ThreadPoolExecutor | None = None  # the one thread that runs wandb.init, created on first use

@@ -302,6 +302,9 @@ MISTAKES: list[Mistake] = [
             ("runs", "--runs-dir", "{tmp}/no-such-store"), "no-such-store: no such folder"),
     Mistake("HARNESS_CACHE_DIR is a file", (*BABI, "task.source=generator"), "is a file, not a folder",
             lambda ctx: (a_file("cache")(ctx), ctx.monkeypatch.setenv("HARNESS_CACHE_DIR", str(ctx.tmp / "cache")))),
+    Mistake("WANDB_MODE misspelt (W&B would fail only after the run started, and it would train on unmirrored)",
+            BABI, "WANDB_MODE='ofline' is not a W&B mode; use offline (the default), disabled or online",
+            lambda ctx: ctx.monkeypatch.setenv("WANDB_MODE", "ofline")),
     # malformed bAbI files -------------------------------------------------------------------------------
     Mistake("bAbI question whose tabs were lost", BABI, f"{TRAIN}:3: a question without its tab-separated answer",
             babi_files(train=TABS_LOST)),
