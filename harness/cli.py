@@ -379,8 +379,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     listing = select_runs(args.runs_dir, reference=args.reference, task=args.task, model=args.model,
                           stale=args.stale, imports=watched)
     rows, everything = listing.rows, listing.everything
-    none_listed = ("no runs found" if not (args.imports or args.stale) else
-                   f"none of the {everything} runs {'imported ' + ', '.join(watched) if args.imports else 'is stale'}")
+    said = [*(["imported " + ", ".join(watched)] if args.imports else []), *(["is stale"] if args.stale else [])]
+    none_listed = (f"none of the {everything} runs {' and '.join(said)}" if said else "no runs found")
     if args.stale and not rows:
         none_listed += _carried_note(listing)
     if exporting:
@@ -782,6 +782,22 @@ def _end_quietly_on_ctrl_c(code: int) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
+AFTER_CTRL_C = {
+    "bench": "; the same command resumes the run",
+    "reproduce": "; the same command resumes the run",
+    "retest": "; the run is as it was (a retest writes it once, at the end); the same command starts again",
+    "predict": "; each prediction file is whole (written at once); the same command starts again",
+    "report": "; the report already at --out is as it was; the same command builds it again",
+    "data babi": "; the files written so far are whole; the same command with --force writes them all again",
+    "data fetch": "; the same command resumes the download",
+}
+"""What a Ctrl-C leaves, by command, after ``interrupted`` (a command not named: nothing to add)."""
+
+
+def _command(args: argparse.Namespace) -> str:
+    return f"data {args.task}" if args.command == "data" else str(args.command)
+
+
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -793,7 +809,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("interrupted; the same command resumes the run", file=sys.stderr)
+        print(f"interrupted{AFTER_CTRL_C.get(_command(args), '')}", file=sys.stderr)
         return INTERRUPTED
     except BrokenPipeError:  # the reader went away (`harness validate ... | head -1`): stop quietly, as `head` asks
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush cannot fail again

@@ -196,3 +196,25 @@ def test_an_option_naming_a_config_key_points_at_its_override(words, hint, capsy
     line = _one_error_line(capsys)
     assert stopped.value.code == 2 and line.startswith(f"error: unrecognized arguments: {words[0]}")
     assert (hint in line) if hint else "config settings" not in line
+
+
+def test_ctrl_c_says_what_each_command_leaves(env, tmp_path, monkeypatch, capsys):
+    """`data babi` stopped after its first task: its files are whole, and the same command alone is refused (they
+    exist), so the line names --force; a command with nothing to resume says only that it was interrupted."""
+    import tasks.babi.generator as generator
+
+    written = []
+
+    def write_then_ctrl_c(out, babi_id, **kwargs):
+        if written:
+            raise KeyboardInterrupt
+        written.append(babi_id)
+        return {"train": out / "train.txt", "test": out / "test.txt"}
+
+    monkeypatch.setattr(generator, "write_dataset", write_then_ctrl_c)
+    assert main(["data", "babi", "--out", str(tmp_path / "babi"), "--ids", "1", "2"]) == 130
+    assert capsys.readouterr().err.strip() == ("interrupted; the files written so far are whole; the same command "
+                                               "with --force writes them all again")
+    monkeypatch.setattr("harness.cli.cmd_list", lambda args: (_ for _ in ()).throw(KeyboardInterrupt))
+    assert main(["list"]) == 130
+    assert capsys.readouterr().err.strip() == "interrupted"
