@@ -333,17 +333,31 @@ def _run_pages(runs: list[RunRecord], env: Environment, nav: list[dict[str, str]
               f"{f'{workers} processes' if forks else 'one process'}", flush=True)
     if forks:
         _FORKED.update(env=env, nav=nav, runs=runs, floor=floor, kept=kept)
+        pool = None
         try:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                rendered = _counted(pool.map(_forked_run_page, range(len(runs)), chunksize=4), len(runs))
-                return {run.page: html for run, html in zip(runs, rendered, strict=True)}
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+            rendered = _counted(pool.map(_forked_run_page, range(len(runs)), chunksize=4), len(runs))
+            return {run.page: html for run, html in zip(runs, rendered, strict=True)}
         except (OSError, NotImplementedError, BrokenProcessPool) as exc:  # no pool here, or a worker was killed
             print(f"report: rendering the run pages in one process instead ({type(exc).__name__}: {exc})",
                   file=sys.stderr)
+        except BaseException:  # Ctrl-C (SIGTERM's too) reaching this process alone, not its workers: they are
+            _stop_workers()    # stopped, or the pool's shutdown and the interpreter's exit would wait on them
+            raise
         finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
             _FORKED.clear()
     rendered = _counted((_run_page(env, nav, run, floor, kept) for run in runs), len(runs))
     return {run.page: html for run, html in zip(runs, rendered, strict=True)}
+
+
+def _stop_workers() -> None:
+    """End this process's pool workers at once (a signal sent to the process alone leaves them waiting for work)."""
+    for child in multiprocessing.active_children():
+        child.terminate()
+    for child in multiprocessing.active_children():
+        child.join(timeout=5)
 
 
 def _counted(pages: Iterator[str], total: int) -> Iterator[str]:
