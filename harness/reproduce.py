@@ -179,13 +179,21 @@ class Figure:
 
 
 def compare(stored: dict[str, Any], now: dict[str, Any]) -> list[Figure]:
-    """Every number the stored run's results.json reports under ``metrics``, beside the new run's."""
+    """Every number the stored run's results.json reports under ``metrics``, beside the new run's; the figures of
+    splits a later ``harness retest`` added (:func:`retested_splits`) are left out: training the run again does not
+    retest it."""
     def number(value: Any) -> float | None:
         return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
     old, new = stored.get("metrics") or {}, now.get("metrics") or {}
+    later = retested_splits(stored)
     return [Figure(name, number(old[name]), number(new.get(name))) for name in sorted(old)
-            if number(old[name]) is not None]
+            if number(old[name]) is not None and name.split("/")[0] not in later]
+
+
+def retested_splits(results: dict[str, Any]) -> list[str]:
+    """The test splits that ``harness retest`` added to a run after it trained (``retests`` in its results.json)."""
+    return sorted({str(split) for record in results.get("retests") or [] for split in record.get("splits") or []})
 
 
 def figure_table(figures: list[Figure]) -> str:
@@ -261,6 +269,10 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
         return INTERRUPTED if code == INTERRUPTED else 1
     figures = compare(results, now)
     print(figure_table(figures))
+    later = retested_splits(results)
+    if later:
+        print(f"not compared: the figures of {', '.join(later)}, which harness retest added after the run trained "
+              f"(retest the run trained again to compare them)")
     print(verdict(figures, machine(results), machine(now)))
     if record and results_dir is not None:
         from harness.provenance import git_info

@@ -166,6 +166,24 @@ def test_runs_it_cannot_reproduce_so_are_refused_in_one_line(tmp_path: Path, env
         assert reason in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_the_figures_a_later_retest_added_are_left_out_and_said_so(
+        stored: Path, env: dict[str, str], capfd: pytest.CaptureFixture[str]) -> None:
+    """A retest adds a split's figures after training; training the run again does not retest it, so those figures
+    are not "missing" differences (a run retested once failed every check)."""
+    def retested(results: dict[str, Any]) -> None:
+        results["metrics"].update({"test_files/acc": 0.5, "test_files/loss": 1.5, "test_files/error": 0.5})
+        results["retests"] = [{"overrides": ["task.test_on=[files]"], "splits": ["test_files"]}]
+
+    _edit(stored, "results.json", retested)
+    trained = len(json.loads((stored / "results.json").read_text())["metrics"]) - 3
+    assert main(["reproduce", stored.name, "--results-dir", str(stored.parents[2])]) == 0
+    out = capfd.readouterr().out
+    assert f"every one of the {trained} figures is equal, bit for bit" in out and "test_files/" not in out.split(
+        "not compared")[0]
+    assert ("not compared: the figures of test_files, which harness retest added after the run trained (retest the "
+            "run trained again to compare them)") in out
+
+
 def test_the_verdict_says_how_the_figures_compare_and_whether_the_cpus_were_of_one_kind() -> None:
     """The same kind of CPU is the same family, model and vector kernels where both runs record them: a virtual
     machine may name several generations of a processor alike ("AMD EPYC"), so a name alone cannot tell rounding
