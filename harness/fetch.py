@@ -185,6 +185,21 @@ def unpack(archive: Path, resource: Resource, staging: Path, url: str) -> None:
                         "folder, then run the same command") from None
 
 
+def check_layout(dataset: Dataset, staging: Path, files: list[Path], urls: list[str]) -> None:
+    """A UserError, the downloads deleted, unless what unpacked into ``staging`` holds one of the entries where the
+    dataset's loaders look (``Dataset.layout``): an archive of something else (a wrong mirror) is not installed and
+    never marked fetched, so the loaders do not quietly fall back to generated data."""
+    if not dataset.layout or any((staging / entry).exists() for entry in dataset.layout):
+        return
+    held = sorted(entry.name for entry in staging.iterdir())
+    shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "") if held else "nothing"
+    for file in files:
+        _delete_download(file)
+    raise UserError(f"{dataset.name}: {', '.join(urls)} unpacked to {shown}, without {' or '.join(dataset.layout)}, "
+                    f"where the {dataset.name} loaders look; nothing was installed and the download was deleted: "
+                    "pass --url with the official release")
+
+
 def install(staging: Path, target: Path) -> int:
     """Move what ``staging`` holds into ``target`` (same-named entries are replaced); return the file count.
     ``fetch`` has checked that ``target`` is not a file."""
@@ -256,7 +271,7 @@ def fetch(name: str, dest: str | None = None, url: str | None = None, sha256: st
                 download(address, file, size=resource.size, refused_hint=hint)
             digests.append(verify(file, resource, address, sha256, note))
             files.append(file)
-    except UserError:  # e.g. a wrong --url or --sha256: folders made for nothing go again (a .part is kept)
+    except BaseException:  # a wrong --url or --sha256, Ctrl-C: folders made for nothing go again (a .part is kept)
         _remove_if_empty(*created)
         raise
     staging = downloads / f"{name}.unpacking"
@@ -265,7 +280,12 @@ def fetch(name: str, dest: str | None = None, url: str | None = None, sha256: st
     try:
         for file, resource, address in zip(files, dataset.resources, urls, strict=True):
             unpack(file, resource, staging, address)
+        check_layout(dataset, staging, files, urls)
         count = install(staging, target)
+    except BaseException:  # a refused archive, Ctrl-C: folders made for nothing go again
+        shutil.rmtree(staging, ignore_errors=True)
+        _remove_if_empty(*created)
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     record = {"name": name, "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

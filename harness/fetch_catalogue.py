@@ -48,6 +48,8 @@ class Dataset:
     licence: str
     resources: tuple[Resource, ...]
     refused_hint: str = "download it by other means and unpack it into {target}, or pass --url with a mirror"
+    layout: tuple[str, ...] = ()
+    """Entries of its folder, one of which the unpacked data must hold: where its loaders look (empty: any)."""
 
 
 _MNIST = "https://ossci-datasets.s3.amazonaws.com/mnist/"
@@ -61,6 +63,7 @@ CATALOGUE: dict[str, Dataset] = {d.name: d for d in (
         licence="Apache-2.0 (google-research/long-range-arena); the sets inside keep their sources' terms",
         resources=(Resource(url="https://storage.googleapis.com/long-range-arena/lra_release.gz",
                             filename="lra_release.gz", kind="tar", strip="lra_release"),),
+        layout=("listops-1000", "pathfinder32"),
         refused_hint="LRA's bucket is known to refuse anonymous downloads at times; download it by other means "
                      "and unpack it into {target}, or pass --url with a mirror",
     ),
@@ -71,6 +74,7 @@ CATALOGUE: dict[str, Dataset] = {d.name: d for d in (
         licence="CC BY 3.0 (the LICENSE file in the archive)",
         resources=(Resource(url="http://www.thespermwhale.com/jaseweston/babi/tasks_1-20_v1-2.tar.gz",
                             filename="tasks_1-20_v1-2.tar.gz", kind="tar", strip="tasks_1-20_v1-2"),),
+        layout=("en-10k", "en"),
     ),
     Dataset(
         name="mnist",

@@ -309,6 +309,19 @@ def test_a_corrupt_archive_is_deleted_and_never_unpacked(server, tmp_path, capsy
     assert not (tmp_path / ".downloads/lra.unpacking").exists()
 
 
+def test_an_archive_without_the_datasets_layout_is_refused_and_nothing_is_left(server, tmp_path, capsys):
+    """A wrong mirror's archive (not the bAbI release) marked as fetched would leave the bAbI task falling back to
+    generated data without a word; it is refused, and the folders the fetch made go again."""
+    served, base = server
+    served.files["other.tar.gz"] = tar_gz({"other/qa1_single-supporting-fact_test.txt": b"1 Mary went home.\n"})
+    dest = tmp_path / "d"
+    code, _, err = fetch(["babi", "--url", f"{base}/other.tar.gz", "--dest", str(dest)], capsys)
+    assert code == 2 and error_line(err) == (
+        f"error: babi: {base}/other.tar.gz unpacked to other, without en-10k or en, where the babi loaders look; "
+        "nothing was installed and the download was deleted: pass --url with the official release")
+    assert not dest.exists()
+
+
 def test_an_unsafe_archive_is_refused(server, tmp_path, capsys):
     served, base = server
     served.files["lra_release.gz"] = tar_gz({"lra_release/ok.txt": b"ok", "../escaped.txt": b"no"})
