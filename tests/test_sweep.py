@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -83,6 +85,20 @@ BAD_SWEEPS = {  # what the file says (None: no file; a string: the whole file; a
                                   "bad value for 'task.babi_id'.*1.0 is not one of 1..20, all"),
     "range end out of bounds": ({"space": "{task.babi_id: {type: randint, low: 1, high: 30}}"},
                                 "29 is not one of 1..20, all"),
+    # one run trained twice, two trials at once in one run folder
+    "grid value twice": ({"space": "{task.babi_id: {type: grid, values: [1, 2, 1]}}"},
+                         "space 'task.babi_id' lists 1 twice: the same run would train twice"),
+    "grid sampled twice": ({"space": "{task.babi_id: {type: grid, values: [1, 2]}}", "num_samples": "2"},
+                           "'num_samples' > 1 repeats each point of a grid with the same seed"),
+    "task twice": ({"task": None, "tasks": "[babi, babi]"}, "'tasks' lists babi twice"),
+    "task_grid value twice": ({"task": None, "tasks": "[babi]", "task_grid": "{babi: {task.babi_id: [3, 3]}}"},
+                              "task_grid babi 'task.babi_id' lists 3 twice"),
+    # overrides the trial's own values would silently replace
+    "seed in overrides": ({"overrides": "[seed=5]"}, "overrides: seed=5: set by the sweep itself"),
+    "group in overrides": ({"overrides": "[tracking.group=mine]"}, "overrides: tracking.group=mine: set by the sweep"),
+    "override of a space key": ({"overrides": "[optim.lr=0.1]", "space": "{optim.lr: {type: grid, values: [0.01]}}"},
+                                "overrides: optim.lr=0.1: optim.lr is also in the space"),
+    "runs folder a file": ({}, "runs folder .* is a file, not a folder"),
 }
 
 
@@ -104,12 +120,34 @@ def test_a_bad_sweep_file_is_a_one_line_user_error_before_ray_starts(case, tmp_p
     monkeypatch.setattr("harness.runners.ray_session.ray_session", no_ray)
     content, message = BAD_SWEEPS[case]
     path = _write_sweep(tmp_path, content)
+    if case == "runs folder a file":
+        (tmp_path / "runs").write_text("")
     with pytest.raises(UserError, match=message):
         run_sweep(load_sweep(path), tmp_path / "runs")
     assert cli.main(["sweep", str(path), "--runs-dir", str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("error: "), err
-    assert not (tmp_path / "runs").exists()
+    assert not (tmp_path / "runs").is_dir()
+
+
+def test_a_sampled_sweep_draws_the_same_trials_each_time_it_runs():
+    """An unseeded sampler drew new values each time: an interrupted trial was never resumed, a completed one never
+    reported; seeded by the sweep's name, the same command draws the same trials (the same run ids)."""
+    from ray.tune.search.variant_generator import generate_variants
+
+    from harness.runners.tune import _tune_space, sampler
+
+    sweep = load_sweep(_write_sweep(Path(tempfile.mkdtemp()), {
+        "space": "{optim.lr: {type: loguniform, low: 1.0e-4, high: 0.1}}", "num_samples": "3"}))
+
+    def drawn() -> list[float]:
+        generator = sampler(sweep)
+        random_state = generator._random_state  # what BasicVariantGenerator hands each draw
+        return [variant["space"]["optim.lr"] for _ in range(sweep.num_samples)
+                for _, variant in generate_variants(_tune_space(sweep), random_state=random_state)]
+
+    first = drawn()
+    assert first == drawn() and len(set(first)) == 3
 
 
 def test_the_good_sweep_of_the_bad_sweep_cases_reaches_ray(tmp_path, monkeypatch):
@@ -221,6 +259,10 @@ def test_rl_trials_reserve_a_cpu_for_each_env_runner():
     assert trial_bundles(matrix, "babi", "predinet") == [{"CPU": 1.0}]
     smoke = load_sweep(ROOT / "sweeps" / "matrix_smoke.yaml")  # its task_overrides sample in the trial's process
     assert trial_bundles(smoke, "cartpole", "predinet") == [{"CPU": 1.0}]
+    # a remote learner is one more bundle (without it, Tune could never place RLlib's learner actor)
+    learners = _write_sweep(Path(tempfile.mkdtemp()), {"task": "boxworld", "models": "[relational]", "overrides":
+                                                       "[rl.num_env_runners=0, rl.num_learners=1]"})
+    assert trial_bundles(load_sweep(learners), "boxworld", "relational") == [{"CPU": 1.0}, {"CPU": 1.0}]
 
 
 def test_matrix_sweeps_set_per_task_overrides_grids_and_a_time_cap(tmp_path):

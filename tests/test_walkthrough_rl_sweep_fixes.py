@@ -82,6 +82,11 @@ def test_a_local_rl_run_with_more_env_runners_than_cpus_is_one_line_before_its_r
     explicit = compose("cartpole", "mlp_agent", "smoke", ["seed=12", "rl.num_env_runners=3", "rl.num_cpus=2"])
     with pytest.raises(UserError, match="the local Ray has 2"):
         launch(explicit, runs_dir=tmp_path)
+    learners = compose("cartpole", "mlp_agent", "smoke", ["seed=12", "rl.num_learners=2", "rl.num_cpus=2"])
+    with pytest.raises(UserError, match=r"rl.num_env_runners=1 and rl.num_learners=2 needs a CPU for each EnvRunner "
+                                        r"and each remote learner \(3\) but the local Ray has 2"):
+        launch(learners, runs_dir=tmp_path)  # RLlib waited for the learners' CPUs for ever, printing nothing
+    assert not any(tmp_path.rglob("results.json"))
 
 
 def test_a_bad_value_in_a_sweep_file_is_placed_in_the_sweep_file(tmp_path):

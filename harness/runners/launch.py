@@ -692,11 +692,14 @@ def check_ray_address(cfg: Any) -> None:
     if address:
         check_cluster(address)
         return
-    runners, cpus = int(cfg.rl.num_env_runners), local_cpus(cfg.rl.num_cpus)
-    if runners > cpus:
-        raise UserError(f"rl.num_env_runners={runners} needs a CPU for each EnvRunner but the local Ray has {cpus} "
-                        f"(rl.num_cpus, default this machine's CPUs), so the run would wait for ever; lower "
-                        f"rl.num_env_runners (0 samples in the run's own process) or run it on a cluster (RAY_ADDRESS)")
+    runners, learners, cpus = int(cfg.rl.num_env_runners), int(cfg.rl.num_learners), local_cpus(cfg.rl.num_cpus)
+    if runners + learners > cpus:
+        asked = " and ".join(f"rl.{key}={n}" for key, n in (("num_env_runners", runners), ("num_learners", learners))
+                             if n)
+        raise UserError(f"{asked} needs a CPU for each EnvRunner and each remote learner ({runners + learners}) but "
+                        f"the local Ray has {cpus} (rl.num_cpus, default this machine's CPUs), so the run would wait "
+                        f"for ever; lower them (0 runs each in the run's own process) or run it on a cluster "
+                        f"(RAY_ADDRESS)")
 
 
 def open_tracker(run: Run, composed: Composed) -> Tracker:

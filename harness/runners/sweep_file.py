@@ -94,10 +94,48 @@ def load_sweep(path: Path) -> Sweep:
     problem = _sweep_problem(data)
     for key, spec in (data["space"] if isinstance(data["space"], dict) else {}).items():
         problem = problem or _space_problem(key, spec)
-    problem = problem or _stack_grid_problem(data)
+    problem = problem or _stack_grid_problem(data) or _repeated_trial_problem(data)
     if problem:
         raise UserError(f"{path}: {problem}")
     return Sweep(**data)
+
+
+def _repeated(values: list[Any]) -> list[Any]:
+    """The values listed more than once (compared as YAML writes them: 1 and 1.0 alike), in order."""
+    seen: list[str] = []
+    twice = []
+    for value in values:
+        text = flow(value)
+        if text in seen and value not in twice:
+            twice.append(value)
+        seen.append(text)
+    return twice
+
+
+def _repeated_trial_problem(data: dict[str, Any]) -> str | None:
+    """A sweep that would train one run twice, two trials at once in one run folder: a task, a grid value or a
+    task_grid value listed twice, a pure grid sampled more than once; and overrides the sweep sets per trial
+    itself (the seed, the W&B group and tags) or a key its space sets, which the trial's value would silently
+    replace."""
+    tasks = data.get("tasks")
+    if isinstance(tasks, list) and _repeated(tasks):
+        return f"'tasks' lists {', '.join(map(str, _repeated(tasks)))} twice: each cell would train twice"
+    grids = {f"space '{key}'": spec["values"] for key, spec in data["space"].items() if spec["type"] == "grid"}
+    grids.update({f"task_grid {task} '{key}'": values for task, keys in data["task_grid"].items()
+                  for key, values in keys.items()})
+    for where, values in grids.items():
+        if _repeated(values):
+            return f"{where} lists {', '.join(map(flow, _repeated(values)))} twice: the same run would train twice"
+    if data.get("num_samples", 1) > 1 and all(spec["type"] == "grid" for spec in data["space"].values()):
+        return ("'num_samples' > 1 repeats each point of a grid with the same seed: the same run twice; "
+                "for repeats, list more seeds")
+    for override in data["overrides"]:
+        key = override.split("=", 1)[0].strip()
+        if key in RESERVED_SPACE_KEYS:
+            return f"overrides: {override}: set by the sweep itself (seeds: lists the seeds; name: the W&B group)"
+        if key in data["space"]:
+            return f"overrides: {override}: {key} is also in the space, whose values would replace it"
+    return None
 
 
 def _sweep_file_hint(path: Path) -> str:

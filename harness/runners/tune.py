@@ -99,6 +99,7 @@ Two modes:
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -111,6 +112,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import SweepStopped, UserError
+from harness.paths import check_writable_folder
 from harness.runners.sweep_file import (
     SWEEP_FILE,
     Sweep,
@@ -217,15 +219,19 @@ def trial_label(trial: dict[str, Any]) -> str:
 
 def trial_bundles(sweep: Sweep, task: str, model: str, sampled: tuple[str, ...] = ()) -> list[dict[str, float]]:
     """The placement group one trial needs: the trial's own process (for RL: RLlib's driver and local
-    learner) plus, for RL, one CPU per EnvRunner, in the order RLlib fills it. ``sampled``: the trial's values of
+    learner) plus, for RL, one CPU per EnvRunner and one per remote learner (``rl.num_learners``; RLlib's
+    ``num_cpus_per_learner`` "auto" is one CPU for a learner without a GPU), in the order RLlib fills it
+    (``Algorithm.default_resource_request``: driver, EnvRunners, learners). ``sampled``: the trial's values of
     the sweep's space as overrides (``rl.num_env_runners`` may be one of them)."""
     from harness.config import compose
 
     composed = compose(task, model, sweep.profile, [*cell_overrides(sweep, f"{task}/{model}"), *sampled],
                        given_in=SWEEP_FILE)
-    runners = int(composed.cfg.rl.num_env_runners) if composed.task.kind == "rl" else 0
+    rl = composed.task.kind == "rl"
+    runners = int(composed.cfg.rl.num_env_runners) if rl else 0
+    learners = int(composed.cfg.rl.num_learners) if rl else 0
     gpus = {"GPU": float(sweep.gpus_per_trial)} if sweep.gpus_per_trial else {}
-    return [{"CPU": float(sweep.cpus_per_trial), **gpus}] + [{"CPU": 1.0}] * runners
+    return [{"CPU": float(sweep.cpus_per_trial), **gpus}] + [{"CPU": 1.0}] * (runners + learners)
 
 
 RUNNERS_KEY = "rl.num_env_runners"
@@ -460,6 +466,7 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     check_sweep(sweep)
     configure_environment()
     runs_dir = runs_dir.resolve()
+    check_writable_folder(runs_dir, "runs folder")  # before Ray starts (Tune writes its state into it)
     cluster = bool(os.environ.get("RAY_ADDRESS"))
     split = None if cluster else split_completed(sweep, runs_dir)
     finished, left = split if split is not None else ([], None)
@@ -509,7 +516,7 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
         tuner = tune.Tuner(
             trainable,
             param_space={LISTED: tune.grid_search(left)} if finished else _tune_space(sweep),
-            tune_config=tune.TuneConfig(num_samples=sweep.num_samples, max_concurrent_trials=sweep.max_concurrent,
+            tune_config=tune.TuneConfig(num_samples=sweep.num_samples, search_alg=sampler(sweep),
                                         reuse_actors=sweep.reuse_processes,
                                         trial_dirname_creator=listed_dirname if finished else None),
             run_config=tune.RunConfig(name=sweep.name, storage_path=str(runs_dir / "_tune"), verbose=1),
@@ -520,6 +527,16 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     if any(_reported_nothing(result) for result in results):  # Ctrl-C: Tune ended the sweep before every trial ran
         raise SweepInterrupted(rows)  # exit code 130, as an interrupted `harness bench`, after the table
     return rows
+
+
+def sampler(sweep: Sweep) -> Any:
+    """Tune's generator of the trials, its random draws (``choice``, ``uniform``, ...) seeded by the sweep's name, so
+    that the same sweep command draws the same trials again: their run ids are the same, an interrupted one
+    resumes and a completed one is reported from the store (an unseeded generator drew new values each time)."""
+    from ray.tune.search.basic_variant import BasicVariantGenerator
+
+    seed = int(hashlib.sha256(sweep.name.encode()).hexdigest()[:8], 16)
+    return BasicVariantGenerator(max_concurrent=sweep.max_concurrent or 0, random_state=seed)
 
 
 def grid_trials(sweep: Sweep) -> list[dict[str, Any]] | None:
