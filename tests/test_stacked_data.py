@@ -151,6 +151,21 @@ def test_data_of_different_shapes_is_refused_before_any_run_is_stored(tmp_path: 
     assert not list((tmp_path / "runs").glob("*/*/*"))
 
 
+def test_models_of_different_shapes_cannot_stack_and_say_which_parameter(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two relations at once make a wider output than one: an UnstackableModelError (a sweep's trial then runs the
+    members one by one), not a traceback from deep in the stacked model."""
+    from harness.runners.stacked_launch import UnstackableModelError
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
+    stack = [_composed(0, "same"), _composed(0, "between,occurs")]
+    with pytest.raises(UnstackableModelError, match=r"predinet cannot train as a stack on relations_game \(its "
+                                                    r"members' models differ in shape: .* is \[.*\] or \[.*\]\)"):
+        launch_stack(stack, runs_dir=tmp_path / "runs")
+    assert not list((tmp_path / "runs").glob("*/*/*"))
+
+
 def test_a_stacked_trial_with_a_stack_grid_is_one_member_per_value_and_seed() -> None:
     trial = {"model": "mlp1", "seeds": [0, 1], "space": {"optim.lr": 0.1},
              STACKED_SPACE: {"task.tasks": [["same"], ["between"]]}}

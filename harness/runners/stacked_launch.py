@@ -102,6 +102,22 @@ def short_vmap_reason(text: str) -> str:
     return sentence if len(sentence) <= 80 else sentence[:77] + "..."
 
 
+def shape_refusal(models: list[Any]) -> str | None:
+    """Why ``models`` cannot be stacked into tensors [K, ...], or None: the first parameter whose shape differs
+    between members (a mixed stack whose task.* settings size the model differently: another number of classes,
+    of input features)."""
+    shapes = [{name: tuple(p.shape) for name, p in model.named_parameters()} for model in models]
+    if len({type(model) for model in models}) > 1:
+        return "its members' models are of different classes"
+    for name in shapes[0]:
+        seen = list(dict.fromkeys(str(list(each.get(name, ()))) for each in shapes))
+        if len(seen) > 1:
+            return f"its members' models differ in shape: {name} is {' or '.join(seen)}"
+    if any(set(each) != set(shapes[0]) for each in shapes):
+        return "its members' models have different parameters"
+    return None
+
+
 def vmap_refusal(models: list[Any], data: Any) -> str | None:
     """Why ``models`` cannot train as one vmapped stack (the first line of vmap's error), or None.
 
@@ -314,12 +330,14 @@ class StackLaunch:
             return 0
         with refused_when_too_large(self.todo[0][0]):  # one line, as a solo run too large to allocate
             datas, models = self._build()
-            refusal = vmap_refusal(models, datas[0])
+            refusal = shape_refusal(models)
+            if not refusal:
+                reason = vmap_refusal(models, datas[0])
+                refusal = f"vmap cannot batch its forward: {short_vmap_reason(reason)}" if reason else None
         if refusal:
             first = self.todo[0][0]
             raise UnstackableModelError(f"{first.cfg.model.name} cannot train as a stack on {first.task.name} "
-                                        f"(vmap cannot batch its forward: {short_vmap_reason(refusal)}): train its "
-                                        "seeds one by one, each with --seed")
+                                        f"({refusal}): train its seeds one by one, each with --seed")
         self._datas = datas
         for _, _, run in self.todo:
             remove_leftover_temporaries(run)
