@@ -30,7 +30,6 @@ Prints one line per run, then the medians as one JSON object (``make perf`` keep
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -42,6 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import PROJECT_ROOT
+from harness.bench_args import at_least, bench_parser
+from harness.config import PROFILES, compose
+from harness.errors import UserError
 
 MARKER = "@@harness-bench-start: first step"
 # The child: the console script's ``main``, with the first ``Tracker.log`` call announced on stdout.
@@ -121,16 +123,18 @@ def measure(task: str, model: str, profile: str, runs: int, wandb_mode: str) -> 
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="fresh starts; the medians are reported")
+    parser = bench_parser("harness.bench_start", __doc__.splitlines()[0])
+    parser.add_argument("--runs", type=at_least(1), default=5, help="fresh starts; the medians are reported")
     parser.add_argument("--task", default="babi")
     parser.add_argument("--model", default="tpr_rnn")
-    parser.add_argument("--profile", default="smoke")
+    parser.add_argument("--profile", default="smoke", choices=PROFILES)
     parser.add_argument("--wandb", default="offline", choices=("offline", "disabled"),
                         help="W&B mode of the runs (default: offline, the harness's default)")
     args = parser.parse_args(argv)
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
+    try:  # before any child starts: a misspelt name is one line here, not a child's failure in a traceback
+        compose(args.task, args.model, args.profile, [])
+    except UserError as exc:
+        parser.error(str(exc))
     figures = measure(args.task, args.model, args.profile, args.runs, args.wandb)
     print(f"median of {args.runs}: first step at {figures['first_step_s']:.2f} s, command done at "
           f"{figures['command_s']:.2f} s; importing torch and Lightning alone: {figures['imports_s']:.2f} s; "

@@ -36,7 +36,6 @@ count; no training step of these small models does better). ``grid_floor`` in th
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from collections.abc import Callable
@@ -47,7 +46,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness.cli import HarnessParser
+from harness.bench_args import at_least, bench_parser, check_device
 from harness.config import compose
 from harness.optim import build_optimizer
 from harness.registry import load_entry
@@ -231,37 +230,21 @@ def projections(models: dict[str, Any], on_gpu: bool = False) -> dict[str, float
     return hours
 
 
-def _at_least(low: int) -> Callable[[str], int]:
-    """An argparse type: an integer of at least ``low``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"{value} is below {low}")
-        return value
-
-    return parse
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = HarnessParser(prog="python -m harness.runners.bench_stacked", description=__doc__.split("\n\n")[0])
+    parser = bench_parser("harness.runners.bench_stacked", __doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument(
-        "--ks", nargs="+", type=_at_least(1), default=[1, 3, 4, 16], help="stack sizes (3: one cell's seeds)"
+        "--ks", nargs="+", type=at_least(1), default=[1, 3, 4, 16], help="stack sizes (3: one cell's seeds)"
     )
-    parser.add_argument("--threads", nargs="+", type=_at_least(1), default=[1, 2])
-    parser.add_argument("--repeats", type=_at_least(1), default=60)
-    parser.add_argument("--warmup", type=_at_least(0), default=10)
+    parser.add_argument("--threads", nargs="+", type=at_least(1), default=[1, 2])
+    parser.add_argument("--repeats", type=at_least(1), default=60)
+    parser.add_argument("--warmup", type=at_least(0), default=10)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--own-optimisers", action="store_true",
                         help="also time stacks whose members keep their own optimisers (own_optim_K: what members "
                              "of differing optimiser settings cost); no grid projection then")
     args = parser.parse_args(argv)
-    if args.device == "cuda" and not torch.cuda.is_available():
-        parser.error("--device cuda: this machine's torch sees no CUDA GPU")
+    check_device(parser, args.device)
     device = torch.device(args.device)
     figures: dict[str, Any] = {"benchmark": "stacked", "task": TASK, "torch": torch.__version__, "device": str(device),
                                "repeats": args.repeats, "models": {}, "grid_hours": {}}

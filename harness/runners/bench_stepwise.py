@@ -28,9 +28,11 @@ from typing import Any
 
 import torch
 
-from harness.config import compose
+from harness.bench_args import at_least, bench_parser, check_device
+from harness.config import PROFILES, compose
+from harness.errors import UserError
 from harness.optim import build_optimizer
-from harness.registry import load_entry
+from harness.registry import REGISTRY, load_entry
 from harness.runners.stepwise import build_stepwise, cycle_generator, train_cycle
 from harness.runners.stepwise_device import OnDevice
 from harness.runners.stepwise_eval import long_rollout
@@ -64,18 +66,39 @@ def measure(pair: str, cycles: int, rollout_steps: int, threads: int, profile: s
             "rollout_s": None if rollout_s is None else round(rollout_s, 2)}
 
 
+def check_pairs(parser: argparse.ArgumentParser, text: str) -> list[str]:
+    """The ``--pairs`` of ``text``, each a stepwise task and a model that runs on it; else ``parser.error``."""
+    pairs = text.split(",")
+    for pair in pairs:
+        task_name, slash, model_name = pair.partition("/")
+        if not (slash and task_name and model_name) or "/" in model_name:
+            parser.error(f"--pairs: {pair!r} is not task/model (e.g. {PAIRS[0]})")
+        try:
+            task, _ = REGISTRY.check_pair(task_name, model_name)
+        except UserError as exc:
+            parser.error(f"--pairs {pair}: {exc}")
+        if task.kind != "stepwise":
+            stepwise = sorted(name for name, spec in REGISTRY.tasks.items() if spec.kind == "stepwise")
+            parser.error(f"--pairs {pair}: {task_name} is a {task.kind} task, not a stepwise one; "
+                         f"stepwise tasks: {', '.join(stepwise)}")
+    return pairs
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cycles", type=int, default=20, help="timed outer cycles per pair")
-    parser.add_argument("--rollout", type=int, default=10000, help="steps of the timed rollout")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads")
+    parser = bench_parser("harness.runners.bench_stepwise", __doc__.splitlines()[0])
+    parser.add_argument("--cycles", type=at_least(1), default=20, help="timed outer cycles per pair")
+    parser.add_argument("--rollout", type=at_least(0), default=10000, help="steps of the timed rollout (0: none)")
+    parser.add_argument("--threads", type=at_least(1), default=2, help="torch threads")
     parser.add_argument("--pairs", default=",".join(PAIRS), help="task/model pairs, comma-separated")
-    parser.add_argument("--profile", default="cpu", help="the profile each pair is composed at (cpu, paper, smoke)")
+    parser.add_argument("--profile", default="cpu", choices=PROFILES,
+                        help="the profile each pair is composed at (cpu, paper, smoke)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where the model trains")
     args = parser.parse_args(argv)
+    pairs = check_pairs(parser, args.pairs)
+    check_device(parser, args.device)
     results = []
     print(f"{'pair':<36}{'world-steps/s':>15}  {'iterations take':>16}  {'rollout':>26}")
-    for pair in args.pairs.split(","):
+    for pair in pairs:
         result = measure(pair, args.cycles, args.rollout, args.threads, args.profile, args.device)
         results.append(result)
         rollout = ("–" if result["rollout_s"] is None else

@@ -17,12 +17,12 @@ near that ratio by doing the same products faster, and can go below it only by d
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable
 
 import torch
 
+from harness.bench_args import at_least, bench_parser, check_device, device_name
 from models.agents.shell import AgentShell
 from models.relational.shipped import shipped_model_cfg
 from models.step_timing import median_step_ms, step_gflop
@@ -64,13 +64,14 @@ def time_steps(agents: dict[str, AgentShell], batch: int, repeats: int, warmup: 
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1280, 256])
-    parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (CPU)")
-    parser.add_argument("--device", default="cpu")
+    parser = bench_parser("models.agents.bench_agents", __doc__.split("\n\n")[0])
+    parser.add_argument("--batch-sizes", type=at_least(1), nargs="+", default=[1280, 256])
+    parser.add_argument("--repeats", type=at_least(1), default=10)
+    parser.add_argument("--warmup", type=at_least(0), default=3)
+    parser.add_argument("--threads", type=at_least(1), default=2, help="torch intra-op threads (CPU)")
+    parser.add_argument("--device", type=device_name, default="cpu", help="cpu, cuda or cuda:N")
     args = parser.parse_args(argv)
+    check_device(parser, args.device)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     torch.manual_seed(0)

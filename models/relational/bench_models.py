@@ -13,13 +13,13 @@ line with every figure.
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
+from harness.bench_args import at_least, bench_parser, check_device, device_name
 from models.relational.image_model import ImageRelationalModel
 from models.relational.shipped import shipped_model_cfg
 from models.step_timing import median_step_ms
@@ -49,14 +49,15 @@ def time_steps(models: dict[str, ImageRelationalModel], batch: int, repeats: int
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = bench_parser("models.relational.bench_models", __doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
-    parser.add_argument("--batch-size", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=200)
-    parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (CPU); runs use 1")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--batch-size", type=at_least(1), default=10)
+    parser.add_argument("--repeats", type=at_least(1), default=200)
+    parser.add_argument("--warmup", type=at_least(0), default=20)
+    parser.add_argument("--threads", type=at_least(1), default=1, help="torch intra-op threads (CPU); runs use 1")
+    parser.add_argument("--device", type=device_name, default="cpu", help="cpu, cuda or cuda:N")
     args = parser.parse_args(argv)
+    check_device(parser, args.device)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     torch.manual_seed(0)

@@ -21,7 +21,6 @@ step alone, which is what the story length changes. The last line is one JSON ob
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 from collections.abc import Callable
@@ -31,6 +30,7 @@ import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
 
+from harness.bench_args import at_least, bench_parser
 from harness.config import compose
 from harness.data import TARGET
 from harness.optim import build_optimizer
@@ -71,11 +71,12 @@ def task_step(babi_id: int, memory: str, seed: int = 0,
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", nargs="+", type=int, default=list(range(1, 21)), help="bAbI task ids")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads")
-    parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
+    parser = bench_parser("models.tpr_rnn.bench_tasks", __doc__.splitlines()[0])
+    parser.add_argument("--tasks", nargs="+", type=at_least(1, 20), default=list(range(1, 21)),
+                        help="bAbI task ids (1 to 20)")
+    parser.add_argument("--threads", type=at_least(1), default=1, help="torch threads")
+    parser.add_argument("--repeats", type=at_least(1), default=20)
+    parser.add_argument("--warmup", type=at_least(0), default=3)
     parser.add_argument("--memory", default="parallel", choices=["parallel", "factored", "dense"])
     parser.add_argument("--trim", action="store_true",
                         help="cut each batch's statement axis to its longest story (task.trim_batches=true; by default "

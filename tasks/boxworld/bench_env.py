@@ -12,13 +12,13 @@ single env's of the same variant. Prints a table, then the figures as one JSON l
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from collections.abc import Callable
 
 import numpy as np
 
+from harness.bench_args import at_least, bench_parser
 from tasks.boxworld.bridge import BridgeBoxWorldEnv
 from tasks.boxworld.classic import BoxWorldEnv
 from tasks.boxworld.env_base import BoxWorldBase
@@ -55,12 +55,13 @@ def bench_vector(make: Callable[[], BatchedBoxWorld], steps: int, seed: int) -> 
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=300_000, help="env steps per measurement")
-    parser.add_argument("--boards", type=int, nargs="+", default=[64, 256, 1024], help="boards of the batched envs")
-    parser.add_argument("--min-rounds", type=int, default=1000, help="at least this many batched steps")
-    parser.add_argument("--repeats", type=int, default=3, help="rounds of all measurements; the best is kept")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = bench_parser("tasks.boxworld.bench_env", __doc__.splitlines()[0])
+    parser.add_argument("--steps", type=at_least(1), default=300_000, help="env steps per measurement")
+    parser.add_argument("--boards", type=at_least(1), nargs="+", default=[64, 256, 1024],
+                        help="boards of the batched envs")
+    parser.add_argument("--min-rounds", type=at_least(0), default=1000, help="at least this many batched steps")
+    parser.add_argument("--repeats", type=at_least(1), default=3, help="rounds of all measurements; the best is kept")
+    parser.add_argument("--seed", type=at_least(0), default=0)
     args = parser.parse_args(argv)
     variants = {"bridge": (BridgeBoxWorldEnv, BridgeBoxWorldVectorEnv), "boxworld12": (BoxWorldEnv, BoxWorldVectorEnv)}
     cases: list[tuple[str, str, Callable[[], tuple[float, int]]]] = []

@@ -9,10 +9,10 @@ projected time of LRA's 100,000 expressions; the last line is one JSON object (`
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
+from harness.bench_args import at_least, bench_parser
 from tasks.listops.generator import Settings, generate_splits
 
 SETTINGS = {"lra": Settings(min_length=500, max_length=2000), "cpu": Settings(min_length=50, max_length=200)}
@@ -27,9 +27,9 @@ def measure(settings: Settings, n: int, seed: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=2000, help="expressions per setting")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = bench_parser("tasks.listops.bench_generator", __doc__.splitlines()[0])
+    parser.add_argument("--n", type=at_least(1), default=2000, help="expressions per setting")
+    parser.add_argument("--seed", type=at_least(0), default=0)
     args = parser.parse_args(argv)
     result: dict[str, float] = {}
     print(f"{'lengths':<22}{'expressions/s':>15}{'100k take (s)':>15}")

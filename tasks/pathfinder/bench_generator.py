@@ -8,18 +8,18 @@ images) takes under a minute on one core.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
+from harness.bench_args import at_least, bench_parser
 from tasks.pathfinder.generator import GENERATOR_VERSION, LEVELS, generate, level_settings
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=2000)
+    parser = bench_parser("tasks.pathfinder.bench_generator", __doc__.splitlines()[0])
+    parser.add_argument("--n", type=at_least(1), default=2000)
     parser.add_argument("--difficulty", choices=list(LEVELS), default="hard")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=at_least(0), default=0)
     args = parser.parse_args(argv)
     settings = level_settings(args.difficulty)
     generate(1, args.seed + 1, settings)  # warm-up: the stamp tables
