@@ -310,7 +310,13 @@ _FORKED: dict[str, Any] = {}
 
 
 def _forked_run_page(index: int) -> str:
-    return _run_page(_FORKED["env"], _FORKED["nav"], _FORKED["runs"][index], _FORKED["floor"], _FORKED["kept"])
+    """A worker's page, written to a file of the build's scratch folder; its path goes back. Only short messages
+    cross the pool's pipe, each one write, so a worker stopped mid-send (Ctrl-C) cannot leave half a message the
+    pool's manager thread would wait on for ever."""
+    path = Path(_FORKED["scratch"]) / f"{index}.html"
+    path.write_text(_run_page(_FORKED["env"], _FORKED["nav"], _FORKED["runs"][index], _FORKED["floor"],
+                              _FORKED["kept"]), encoding="utf-8")
+    return str(path)
 
 
 def default_jobs() -> int:
@@ -332,12 +338,14 @@ def _run_pages(runs: list[RunRecord], env: Environment, nav: list[dict[str, str]
         print(f"report: rendering {fmt_count(len(runs))} run pages in "
               f"{f'{workers} processes' if forks else 'one process'}", flush=True)
     if forks:
-        _FORKED.update(env=env, nav=nav, runs=runs, floor=floor, kept=kept)
+        scratch = tempfile.TemporaryDirectory(prefix="report-pages-")
+        _FORKED.update(env=env, nav=nav, runs=runs, floor=floor, kept=kept, scratch=scratch.name)
         pool = None
         try:
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-            rendered = _counted(pool.map(_forked_run_page, range(len(runs)), chunksize=4), len(runs))
-            return {run.page: html for run, html in zip(runs, rendered, strict=True)}
+            written = _counted(pool.map(_forked_run_page, range(len(runs)), chunksize=4), len(runs))
+            return {run.page: Path(path).read_text(encoding="utf-8")
+                    for run, path in zip(runs, written, strict=True)}
         except (OSError, NotImplementedError, BrokenProcessPool) as exc:  # no pool here, or a worker was killed
             print(f"report: rendering the run pages in one process instead ({type(exc).__name__}: {exc})",
                   file=sys.stderr)
@@ -348,6 +356,7 @@ def _run_pages(runs: list[RunRecord], env: Environment, nav: list[dict[str, str]
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
             _FORKED.clear()
+            scratch.cleanup()
     rendered = _counted((_run_page(env, nav, run, floor, kept) for run in runs), len(runs))
     return {run.page: html for run, html in zip(runs, rendered, strict=True)}
 

@@ -285,6 +285,25 @@ def test_a_killed_page_worker_leaves_the_pages_to_one_process(site: tuple[Path, 
         assert first.read_bytes() == second.read_bytes(), first.name
 
 
+def test_a_ctrl_c_while_pages_render_stops_the_workers(site: tuple[Path, Path, list[Path]], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C reaching the report's process alone (``kill -INT``) while workers render: the workers go with it
+    and nothing is left for the pool's shutdown or the interpreter's exit to wait on (the command hung there)."""
+    import multiprocessing
+
+    runs, _, _ = site
+
+    def first_page_then_ctrl_c(pages, total):
+        next(iter(pages))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build_module, "_counted", first_page_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        build_report(runs, tmp_path / "again", files_root=files_root(runs), jobs=2)
+    assert not multiprocessing.active_children()
+    assert not (tmp_path / "again").exists()
+
+
 def test_unreadable_runs_and_stale_pages(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     write_run(runs, "babi", "tpr_rnn", 0, task_cfg={"babi_id": 1}, metrics={"test/acc": 1.0, "test/error": 0.0})
