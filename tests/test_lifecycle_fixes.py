@@ -241,3 +241,30 @@ def test_the_checkpoint_callback_keeps_lightnings_state_key():
 
     settings = {"filename": "best", "monitor": "val/acc", "mode": "max", "save_last": True, "save_top_k": 1}
     assert LastAfterEveryValidation(**settings).state_key == ModelCheckpoint(**settings).state_key
+
+
+def test_a_run_another_command_is_training_is_refused_before_it_writes(env, tmp_path, capsys):
+    """Two commands of one config started moments apart both passed the owner check (results.json is written only
+    once the model is built) and trained into one folder; the folder's lock now stops the second in one line.
+    The lock is held here by another open descriptor, as another process would hold it."""
+    import fcntl
+
+    from harness.config import compose
+
+    args = ["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "task.source=generator"]
+    composed = compose("babi", "lstm", "smoke", ["task.source=generator"])
+    launch_module.prepare_checked(composed)  # the data fingerprint, part of the run id
+    folder = Path(env["HARNESS_RUNS_DIR"]) / "babi" / "lstm" / composed.run_id
+    folder.mkdir(parents=True)
+    holder = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert main(args) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"error: run {composed.run_id} is being trained by another process (the same config, started moments "
+            "before); wait for it or stop it")
+        assert not list(folder.iterdir())
+    finally:
+        os.close(holder)
+    assert main(args) == 0  # the lock let go: it trains, and lets go of it in turn
+    assert main(args) == 0 and "already completed" in capsys.readouterr().out

@@ -14,6 +14,8 @@
   ``running`` behind; an unfinished attempt records the step and epoch its curve reached. A Ctrl-C that lands once
   the run is stored as completed (while its summary or predictions are written) ends the command with code 130, as
   any Ctrl-C, and a line saying that the run completed and what, if anything, is missing.
+* The command training a run holds its folder (an exclusive ``flock``, :func:`claim_run`): a second command of the
+  same config, started before the first stored anything, stops in one line instead of training into it too.
 * An unfinished member of a stack (``--seeds``) is resumed by its stack's command only; the solo command says so
   before writing anything. Temporary files left by a killed atomic write are removed when a run starts or resumes.
 * Whatever happens, ``results.json`` ends with a status and the attempt's provenance: code commit and dirty
@@ -24,6 +26,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import os
 import re
@@ -712,8 +715,46 @@ def open_tracker(run: Run, composed: Composed) -> Tracker:
                          f"seed:{cfg.seed}", *cfg.tracking.tags])
 
 
+_CLAIMS: list[int] = []  # the run folders this process holds (an open descriptor each, flock-ed)
+
+
+def claim_run(run: Run, composed: Composed, force: bool) -> bool:
+    """Take the run's folder for this process before anything is written into it: an exclusive ``flock`` on the
+    folder itself, which the kernel lets go when the process ends, however it ends. The owner check of
+    :func:`already_completed` reads ``results.json``, written only once the data is loaded and the model built, so
+    two commands of one config started seconds apart both passed it and trained into one folder; the second now
+    stops in one line. True (its summary printed) when the run completed while this command built it. A file
+    system without locks (some network ones) is trained into as before."""
+    run.path.mkdir(parents=True, exist_ok=True)
+    handle = os.open(run.path, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(handle)
+        raise UserError(f"run {composed.run_id} is being trained by another process (the same config, started "
+                        "moments before); wait for it or stop it") from None
+    except OSError:  # no locks here
+        os.close(handle)
+        return already_completed(run, composed, force)
+    _CLAIMS.append(handle)
+    return already_completed(run, composed, force)
+
+
+def release_claims() -> None:
+    """Let go of the run folders this process holds (a process may train one run after another: tests, sweeps)."""
+    while _CLAIMS:
+        os.close(_CLAIMS.pop())
+
+
 def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None) -> int:
     """Run (or resume, or report) one composed configuration; returns the process exit code."""
+    try:
+        return _launch(composed, force, runs_dir)
+    finally:
+        release_claims()
+
+
+def _launch(composed: Composed, force: bool, runs_dir: Path | None) -> int:
     cfg = composed.cfg
     if composed.task.kind not in ("supervised", "rl", "stepwise"):
         raise UserError(f"task kind '{composed.task.kind}' has no runner yet")
@@ -727,6 +768,8 @@ def launch(composed: Composed, force: bool = False, runs_dir: Path | None = None
     build_and_check(composed, prepared)
     if composed.kind == "rl":
         check_ray_address(cfg)
+    if claim_run(run, composed, force):  # completed meanwhile, by the command that held it
+        return 0
     remove_leftover_temporaries(run)
     previous = _existing(run, force, composed)
 
