@@ -162,6 +162,34 @@ def _adam_steps(stack: StackedClassifier, optimizer: torch.optim.Optimizer, data
         optimizer.step()
 
 
+def test_a_ctrl_c_between_two_members_checkpoints_waits_until_every_member_is_stored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C landing after one member's checkpoint but before the next one's left them an epoch apart, so the
+    stack resumed as two stacks (and its curves drifted by rounding from an uninterrupted one's); the epoch's
+    writes now finish first, for every member."""
+    import os
+    import signal
+
+    from harness.runners.supervised import load_checkpoint
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
+    original = StackedTrainer._save
+
+    def save_then_ctrl_c(self, member, index, *args):
+        original(self, member, index, *args)
+        if index == 0:  # the first member is stored; the others are not yet
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(StackedTrainer, "_save", save_then_ctrl_c)
+    runs = tmp_path / "runs"
+    with pytest.raises(KeyboardInterrupt):
+        launch_stack([_composed(seed) for seed in SEEDS], runs_dir=runs)
+    epochs = {load_checkpoint(_run(runs, seed) / "checkpoints" / "last.ckpt")["epoch"] for seed in SEEDS}
+    assert len(epochs) == 1, epochs
+    assert len({len(curves(_run(runs, seed))) for seed in SEEDS}) == 1  # each member's rows up to that epoch
+
+
 def test_a_member_leaving_the_stack_changes_nothing_for_the_others() -> None:
     cfg = _composed(0, "optim.name=adam").cfg
     generator = torch.Generator().manual_seed(0)

@@ -318,18 +318,23 @@ class StackedTrainer:
     def _end_epoch(self) -> None:
         """Validation and, per member, its curve row, its stopping rules and its checkpoints (in the solo runner's
         order: recorder, StopAtTarget, EarlyStopping, then ModelCheckpoint)."""
+        from harness.runners.launch import signals_deferred
+
         train_cfg = self.train_cfg
         val_loss, val_acc = self._validate()
         monitor, mode = str(train_cfg.monitor), str(train_cfg.monitor_mode)
         keep = []
-        for index, member in enumerate(self.active):
-            view = member.view
-            view.global_step, view.current_epoch = self.step, self.epoch
-            view.callback_metrics = {"val/loss": val_loss[index], "val/acc": val_acc[index]}
-            member.recorder.on_validation_end(view, view)  # type: ignore[arg-type]
-            self._save(member, index, float(view.callback_metrics[monitor]), monitor, mode)
-            if not member.stopped:
-                keep.append(index)
+        with signals_deferred() as came:  # every member's row and checkpoints of this epoch, or none: a Ctrl-C
+            for index, member in enumerate(self.active):  # between two members' writes left them an epoch apart,
+                view = member.view                        # to resume as two stacks
+                view.global_step, view.current_epoch = self.step, self.epoch
+                view.callback_metrics = {"val/loss": val_loss[index], "val/acc": val_acc[index]}
+                member.recorder.on_validation_end(view, view)  # type: ignore[arg-type]
+                self._save(member, index, float(view.callback_metrics[monitor]), monitor, mode)
+                if not member.stopped:
+                    keep.append(index)
+        if came:  # Ctrl-C or SIGTERM during the writes, acted on now that they are whole
+            raise KeyboardInterrupt
         if len(keep) < len(self.active):
             self._drop(keep)
 
