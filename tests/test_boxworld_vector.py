@@ -107,6 +107,11 @@ def test_vector_api() -> None:
         vec.step(np.array([0, 1, 4, 0]))
     with pytest.raises(ValueError):
         vec.step(np.array([0, -1, 2, 0]))
+    with pytest.raises(ValueError, match="actions must be integers 0..3, got float64"):
+        vec.step(np.array([0.9, 2.7, 1.0, 0.0]))  # was played as [0, 2, 1, 0]
+    with pytest.raises(gym.error.ResetNeeded):
+        BoxWorldVectorEnv(2).step(np.array([0, 1]))  # boards without a level were played
+    vec.step([0, 1, 2, 3])  # a list of ints, as from a user's loop
 
 
 def test_episode_end_infos_through_dict_info_to_list() -> None:

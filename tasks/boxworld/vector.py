@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
@@ -93,6 +94,7 @@ class BatchedBoxWorld(VectorEnv):
         self._palette = np.zeros((num_envs, N_CODES, 3), dtype=np.uint8)  # [B, N_CODES, 3]
         self._steps = np.zeros(num_envs, dtype=np.int64)  # [B]
         self._pending = np.zeros(num_envs, dtype=np.bool_)  # [B] episode ended, reset on the next step
+        self._started = False  # reset() has drawn the first levels
         self._numeric = [key for key in INFO_DTYPES if key in rules.info_keys and key != "puzzle_type"]
         self._numbers = np.zeros((len(self._numeric), num_envs), dtype=np.int64)  # [K, B] info of each level
         self._puzzles = np.zeros(num_envs, dtype=object)  # [B] puzzle_type of each level
@@ -156,11 +158,17 @@ class BatchedBoxWorld(VectorEnv):
         boards = np.arange(self.num_envs)
         self._reset_boards(boards)
         self._pending[:] = False
+        self._started = True
         return self._obs.copy(), self._add_infos({}, np.ones(self.num_envs, dtype=np.bool_))
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One move on every board, then the autoreset of the configured mode."""
-        actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        if not self._started:
+            raise ResetNeeded("call reset() before step(): the boards hold no level yet")
+        given = np.asarray(actions)
+        if given.dtype.kind not in "iu":  # a float (or bool) would be cut to an integer without a word
+            raise ValueError(f"actions must be integers 0..3, got {given.dtype} {given}")
+        actions = given.astype(np.int64, copy=False).reshape(self.num_envs)
         if np.count_nonzero(actions & ~3):  # negative or > 3
             raise ValueError(f"actions must be 0..3, got {actions}")
         rewards, terminated, won = self._rules.step(actions)  # float64 [B], bool [B], bool [B]
