@@ -190,6 +190,31 @@ def test_a_ctrl_c_between_two_members_checkpoints_waits_until_every_member_is_st
     assert len({len(curves(_run(runs, seed))) for seed in SEEDS}) == 1  # each member's rows up to that epoch
 
 
+def test_a_stack_whose_member_another_command_is_training_is_refused(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each member's folder is held as a solo run's is (launch.claim_run): a stack started moments after another
+    command of one of its members stops in one line, before it writes."""
+    import fcntl
+    import os
+
+    from harness.runners.launch import prepare_checked
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
+    stack = [_composed(seed) for seed in SEEDS[:2]]
+    prepare_checked(stack[1])  # its data fingerprint, part of its run id
+    folder = tmp_path / "runs" / TASK / MODEL / stack[1].run_id
+    folder.mkdir(parents=True)
+    holder = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(UserError, match=f"run {stack[1].run_id} is being trained by another process"):
+            launch_stack(stack, runs_dir=tmp_path / "runs")
+    finally:
+        os.close(holder)
+    assert not list((tmp_path / "runs").rglob("results.json"))
+
+
 def test_a_member_leaving_the_stack_changes_nothing_for_the_others() -> None:
     cfg = _composed(0, "optim.name=adam").cfg
     generator = torch.Generator().manual_seed(0)

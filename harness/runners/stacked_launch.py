@@ -52,10 +52,12 @@ from harness.runners.launch import (
     already_completed,
     check_run_config,
     check_targets,
+    claim_run,
     diverged_advice,
     open_tracker,
     record_progress,
     refused_when_too_large,
+    release_claims,
     remove_leftover_temporaries,
     signals_deferred,
     terminate_as_interrupt,
@@ -339,6 +341,10 @@ class StackLaunch:
             raise UnstackableModelError(f"{first.cfg.model.name} cannot train as a stack on {first.task.name} "
                                         f"({refusal}): train its seeds one by one, each with --seed")
         self._datas = datas
+        for composed, _, run in self.todo:  # each member's folder held, as a solo run's (launch.claim_run)
+            if claim_run(run, composed, self.force):
+                raise UserError(f"run {composed.run_id} completed while this stack was being built (another "
+                                "command trained it); run the same command again to train the others")
         for _, _, run in self.todo:
             remove_leftover_temporaries(run)
         previous = [_existing(run, self.force, composed) for composed, _, run in self.todo]
@@ -497,4 +503,7 @@ def _trainer(cfg: Any, datas: list[Any], members: list[Member], models: list[Any
 def launch_stack(stack: list[Composed], force: bool = False, runs_dir: Path | None = None) -> int:
     """Run (or resume, or report) the stack's runs; returns the process exit code (0 when all completed)."""
     warm_vector_math()  # as launch() does
-    return StackLaunch(stack, force, runs_dir).run()
+    try:
+        return StackLaunch(stack, force, runs_dir).run()
+    finally:
+        release_claims()
