@@ -21,7 +21,7 @@ from tasks.relations_game.real_data import MINI_SETS, load_mini
 
 def check_mini_sets(task_cfg: Any) -> None:
     """Every mini set the run would test on (``task.real_sets``, a task of ``task.tasks``, the file present)
-    holds examples, and only of the task ids its file defines."""
+    holds examples, labels 0 and 1 only, and only the task ids its file defines."""
     if not task_cfg.real_sets:
         return
     tasks = set(task_cfg.tasks)
@@ -30,9 +30,13 @@ def check_mini_sets(task_cfg: Any) -> None:
         path = folder / mini.file_name
         if not path.exists() or not tasks & set(mini.task_names):
             continue
-        ids = load_mini(path)["tasks"]  # [N]
+        arrays = load_mini(path)
+        ids, labels = arrays["tasks"], arrays["labels"]  # [N], [N]
         if not len(ids):
             raise DataFormatError(f"{path}: holds no examples")
+        if labels.min() < 0 or labels.max() > 1:  # every relation is a yes/no question
+            raise DataFormatError(f"{path}: 'labels' holds {sorted(set(np.unique(labels).tolist()) - {0, 1})}; "
+                                  "a mini set's labels are 0 (no) and 1 (yes)")
         foreign = sorted(set(np.unique(ids).tolist()) - set(mini.tasks))
         if foreign:
             known = ", ".join(f"{i} ({task})" for i, task in mini.tasks.items())
