@@ -768,12 +768,12 @@ def _launch(composed: Composed, force: bool, runs_dir: Path | None) -> int:
     build_and_check(composed, prepared)
     if composed.kind == "rl":
         check_ray_address(cfg)
+    mode = configure_environment()  # a WANDB_MODE W&B refuses is refused before the run's folder exists
     if claim_run(run, composed, force):  # completed meanwhile, by the command that held it
         return 0
     remove_leftover_temporaries(run)
     previous = _existing(run, force, composed)
 
-    mode = configure_environment()
     results = _start(run, composed, prepared, previous)
     previous_wall = float(results.get("wall_time_s") or 0.0)
     started = time.perf_counter()

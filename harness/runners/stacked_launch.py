@@ -341,6 +341,7 @@ class StackLaunch:
             raise UnstackableModelError(f"{first.cfg.model.name} cannot train as a stack on {first.task.name} "
                                         f"({refusal}): train its seeds one by one, each with --seed")
         self._datas = datas
+        mode = configure_environment()  # a WANDB_MODE W&B refuses is refused before any member's folder exists
         for composed, _, run in self.todo:  # each member's folder held, as a solo run's (launch.claim_run)
             if claim_run(run, composed, self.force):
                 raise UserError(f"run {composed.run_id} completed while this stack was being built (another "
@@ -348,7 +349,6 @@ class StackLaunch:
         for _, _, run in self.todo:
             remove_leftover_temporaries(run)
         previous = [_existing(run, self.force, composed) for composed, _, run in self.todo]
-        mode = configure_environment()
         records = [_start(run, composed, prepared, prev)
                    for (composed, prepared, run), prev in zip(self.todo, previous, strict=True)]
         walls = [float(r.get("wall_time_s") or 0.0) for r in records]
