@@ -281,13 +281,11 @@ def fetch(name: str, dest: str | None = None, url: str | None = None, sha256: st
         for file, resource, address in zip(files, dataset.resources, urls, strict=True):
             unpack(file, resource, staging, address)
         check_layout(dataset, staging, files, urls)
-        count = install(staging, target)
+        count = install(staging, target)  # which removes the emptied staging folder
     except BaseException:  # a refused archive, Ctrl-C: folders made for nothing go again
         shutil.rmtree(staging, ignore_errors=True)
         _remove_if_empty(*created)
         raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     record = {"name": name, "fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "files": [{"url": a, "file": r.filename, "sha256": d}
                         for r, a, d in zip(dataset.resources, urls, digests, strict=True)]}

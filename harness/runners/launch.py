@@ -735,8 +735,8 @@ def claim_run(run: Run, composed: Composed, force: bool) -> bool:
                         "moments before); wait for it or stop it") from None
     except OSError:  # no locks here
         os.close(handle)
-        return already_completed(run, composed, force)
-    _CLAIMS.append(handle)
+    else:
+        _CLAIMS.append(handle)
     return already_completed(run, composed, force)
 
 

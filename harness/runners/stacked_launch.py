@@ -64,6 +64,7 @@ from harness.runners.launch import (
 )
 from harness.runners.recorder import RunRecorder
 from harness.runners.stacked import Member, StackedTrainer
+from harness.runners.stacked_model import model_mismatch
 from harness.runners.sweep_file import flow
 from harness.runs import Run, default_runs_dir, run_dir
 from harness.schema import leaves
@@ -102,22 +103,6 @@ def short_vmap_reason(text: str) -> str:
         return "the model calls .item() on a tensor (reads its value on the host)"
     sentence = text.removeprefix("vmap:").strip().split(". ")[0].rstrip(".")
     return sentence if len(sentence) <= 80 else sentence[:77] + "..."
-
-
-def shape_refusal(models: list[Any]) -> str | None:
-    """Why ``models`` cannot be stacked into tensors [K, ...], or None: the first parameter whose shape differs
-    between members (a mixed stack whose task.* settings size the model differently: another number of classes,
-    of input features)."""
-    shapes = [{name: tuple(p.shape) for name, p in model.named_parameters()} for model in models]
-    if len({type(model) for model in models}) > 1:
-        return "its members' models are of different classes"
-    for name in shapes[0]:
-        seen = list(dict.fromkeys(str(list(each.get(name, ()))) for each in shapes))
-        if len(seen) > 1:
-            return f"its members' models differ in shape: {name} is {' or '.join(seen)}"
-    if any(set(each) != set(shapes[0]) for each in shapes):
-        return "its members' models have different parameters"
-    return None
 
 
 def vmap_refusal(models: list[Any], data: Any) -> str | None:
@@ -332,7 +317,7 @@ class StackLaunch:
             return 0
         with refused_when_too_large(self.todo[0][0]):  # one line, as a solo run too large to allocate
             datas, models = self._build()
-            refusal = shape_refusal(models)
+            refusal = model_mismatch(models)
             if not refusal:
                 reason = vmap_refusal(models, datas[0])
                 refusal = f"vmap cannot batch its forward: {short_vmap_reason(reason)}" if reason else None

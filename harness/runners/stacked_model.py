@@ -31,15 +31,31 @@ from torch.func import functional_call, stack_module_state, vmap
 CLIP_EPS = 1e-6  # torch.nn.utils.clip_grad_norm_'s: coef = max_norm / (total_norm + 1e-6)
 
 
+def model_mismatch(models: Sequence[nn.Module]) -> str | None:
+    """Why ``models`` cannot be stacked into tensors [K, ...], or None: other classes, or the first parameter whose
+    shape differs between members (a mixed stack whose task.* settings size the model differently: another number
+    of classes, of input features)."""
+    if len({type(model) for model in models}) > 1:
+        return "its members' models are of different classes"
+    shapes = [{name: tuple(p.shape) for name, p in model.named_parameters()} for model in models]
+    for name in shapes[0]:
+        seen = list(dict.fromkeys(str(list(each.get(name, ()))) for each in shapes))
+        if len(seen) > 1:
+            return f"its members' models differ in shape: {name} is {' or '.join(seen)}"
+    if any(set(each) != set(shapes[0]) for each in shapes):
+        return "its members' models have different parameters"
+    return None
+
+
 class StackedClassifier:
     """``models`` (same class and shapes) as stacked parameters; ``logits(inputs)`` -> [K, B, C]."""
 
     def __init__(self, models: Sequence[nn.Module], vmap_one: bool = False) -> None:
         if not models:
             raise ValueError("a stack needs at least one model")
-        shapes = [{name: tuple(p.shape) for name, p in m.named_parameters()} for m in models]
-        if any(s != shapes[0] for s in shapes[1:]) or len({type(m) for m in models}) != 1:
-            raise ValueError("stacked models must share their class and parameter shapes")
+        mismatch = model_mismatch(models)
+        if mismatch:
+            raise ValueError(f"stacked models must share their class and parameter shapes: {mismatch}")
         self.k = len(models)
         self.vmap_one = vmap_one  # K = 1 through vmap too (benchmarks); by default K = 1 runs the plain module
         self.template = copy.deepcopy(models[0])  # the module whose forward is called on the members' tensors
