@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -36,10 +37,16 @@ print(json.dumps({"output": output, "files": code_files(root)}))
 CODE_FOLDERS = ("harness", "tasks", "models")
 
 
-def run_probe(module: str, root: Path) -> dict[str, Any]:
-    """``module.probe()``'s output in the project tree at ``root``, and the computing files it imported there."""
+PROJECT_VARIABLE = "HARNESS_PROBE_PROJECT"  # the working project, for a probe that reads its reference runs
+
+
+def run_probe(module: str, root: Path, project: Path | None = None) -> dict[str, Any]:
+    """``module.probe()``'s output in the project tree at ``root``, and the computing files it imported there.
+    ``project`` (default ``root``): the project whose ``results/`` a probe may read (``$HARNESS_PROBE_PROJECT``),
+    the same on both sides of an edit."""
+    env = {**os.environ, PROJECT_VARIABLE: str((project or root).resolve())}
     done = subprocess.run([sys.executable, "-c", PROBE_CHILD, module, str(root)], cwd=root, capture_output=True,
-                          text=True, check=False)
+                          text=True, check=False, env=env)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         why = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -58,7 +65,7 @@ def run_probe_at(module: str, base: str, root: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="harness-carry-") as folder:
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(folder, filter="data")
-        return run_probe(module, Path(folder))
+        return run_probe(module, Path(folder), project=root)
 
 
 def probe_record(module: str, base: str, root: Path) -> dict[str, Any]:
