@@ -471,7 +471,8 @@ def check_registry(registry: Registry = REGISTRY) -> int:
 
 
 _ABSENT = object()
-NEUTRAL_ADDED_KEYS: dict[str, Any] = {"train.max_steps": None, "task.trim_batches": False}
+NEUTRAL_ADDED_KEYS: dict[str, Any] = {"train.max_steps": None, "task.trim_batches": False,
+                                      "rl.num_gpus_per_learner": 0}
 """Config keys added after runs were stored, with the value that changes nothing: at that value a key stays out of
 the config hash, so a config composed now keeps the run id it had before the key existed (reports/store.py treats
 such a run and one that states the value as one configuration)."""

@@ -89,6 +89,46 @@ def test_a_local_rl_run_with_more_env_runners_than_cpus_is_one_line_before_its_r
     assert not any(tmp_path.rglob("results.json"))
 
 
+def test_a_local_rl_run_asking_for_more_learner_gpus_than_the_machine_has_is_one_line(tmp_path, monkeypatch):
+    """``rl.num_gpus_per_learner`` beyond the machine's GPUs: RLlib would wait for them for ever."""
+    from harness.config import compose
+    from harness.runners import ray_session
+    from harness.runners.launch import launch
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(ray_session, "local_gpus", lambda: 1)
+    two = compose("cartpole", "mlp_agent", "smoke", ["seed=12", "rl.num_learners=1", "rl.num_gpus_per_learner=2",
+                                                     "rl.num_cpus=2"])
+    with pytest.raises(UserError, match=r"rl.num_gpus_per_learner=2 asks for 2 GPU for the learners but this "
+                                        r"machine has 1, .*set rl.num_gpus_per_learner=0"):
+        launch(two, runs_dir=tmp_path)
+    assert not any(tmp_path.rglob("results.json"))
+
+
+def test_the_boxworld_paper_profiles_train_their_learner_on_a_gpu():
+    """Table 1 of the 2-simplicial Transformer paper: one GPU learner beside the env runners; the key stays out of
+    the run id at its neutral 0 (a config from before it keeps its id)."""
+    from harness.config import NEUTRAL_ADDED_KEYS, compose
+
+    for task in ("boxworld", "bridge_boxworld"):
+        rl = compose(task, "simplicial", "paper", []).cfg.rl
+        assert (rl.num_learners, rl.num_gpus_per_learner) == (1, 1)
+        assert compose(task, "simplicial", "cpu", []).cfg.rl.num_gpus_per_learner == 0
+    assert NEUTRAL_ADDED_KEYS["rl.num_gpus_per_learner"] == 0
+
+
+def test_rllib_is_given_the_learner_gpus_as_it_takes_them():
+    """A whole number as an int (RLlib's default 0 is one, so the algorithm settings of the runs stored before the key
+    are unchanged: harness.runners.rl_probe), a share as a float; absent (a config stored before the key): 0."""
+    from omegaconf import OmegaConf
+
+    from harness.runners.rl import gpus_per_learner
+
+    given = [gpus_per_learner(OmegaConf.create(rl)) for rl in
+             ({"num_gpus_per_learner": 1.0}, {"num_gpus_per_learner": 0.5}, {"num_gpus_per_learner": 0}, {})]
+    assert given == [1, 0.5, 0, 0] and [type(value) for value in given] == [int, float, int, int]
+
+
 def test_a_bad_value_in_a_sweep_file_is_placed_in_the_sweep_file(tmp_path):
     """A value of the wrong type in a sweep's overrides or space is the sweep file's mistake, not the command
     line's."""

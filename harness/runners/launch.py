@@ -683,14 +683,15 @@ def diverged_advice(run: Run, composed: Composed) -> str:
 
 def check_ray_address(cfg: Any) -> None:
     """Where an RL run's Ray comes from, checked before the run directory exists, as any other mistake: the cluster
-    ``RAY_ADDRESS`` names must answer and accept the token; a local Ray must have a CPU for each EnvRunner (RLlib
-    would otherwise wait for them for ever, printing nothing). Skipped inside a sweep's trial (Ray is up, and the
+    ``RAY_ADDRESS`` names must answer and accept the token; a local Ray must have a CPU for each EnvRunner and
+    remote learner, and the GPUs ``rl.num_gpus_per_learner`` asks for (RLlib would otherwise wait for them for
+    ever, printing nothing). Skipped inside a sweep's trial (Ray is up, and the
     sweep reserved the trial's CPUs)."""
     address = os.environ.get("RAY_ADDRESS")
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         return
-    from harness.runners.ray_session import check_cluster, local_cpus
+    from harness.runners.ray_session import check_cluster, learner_gpus, local_cpus, local_gpus
 
     if address:
         check_cluster(address)
@@ -702,6 +703,12 @@ def check_ray_address(cfg: Any) -> None:
         raise UserError(f"{asked} needs a CPU for each EnvRunner and each remote learner ({runners + learners}) but "
                         f"the local Ray has {cpus} (rl.num_cpus, default this machine's CPUs), so the run would wait "
                         f"for ever; lower them (0 runs each in the run's own process) or run it on a cluster "
+                        f"(RAY_ADDRESS)")
+    asked, gpus = learner_gpus(cfg.rl), local_gpus()
+    if asked > gpus:
+        raise UserError(f"rl.num_gpus_per_learner={cfg.rl.num_gpus_per_learner} asks for {asked:g} GPU for the "
+                        f"learners but this machine has {gpus}, so the run would wait for ever; set "
+                        f"rl.num_gpus_per_learner=0 to train the learner on the CPU, or run it on a cluster "
                         f"(RAY_ADDRESS)")
 
 

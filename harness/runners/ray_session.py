@@ -53,6 +53,19 @@ def local_cpus(num_cpus: int | None) -> int:
     return int(num_cpus or os.cpu_count() or 1)
 
 
+def local_gpus() -> int:
+    """The GPUs a local Ray starts with: those torch sees (both read ``CUDA_VISIBLE_DEVICES``)."""
+    import torch
+
+    return torch.cuda.device_count()
+
+
+def learner_gpus(rl: Any) -> float:
+    """The GPUs an RL run's learners ask for: ``rl.num_gpus_per_learner`` for each remote learner, or for the
+    driver's local one when ``rl.num_learners`` is 0 (0 in a config stored before the key existed)."""
+    return float(rl.get("num_gpus_per_learner", 0) or 0) * max(int(rl.num_learners), 1)
+
+
 @contextmanager
 def ray_session(num_cpus: int | None = None, log_to_driver: bool = True) -> Iterator[None]:
     """Ray is up inside the block; it is shut down afterwards only if this block started it."""

@@ -18,7 +18,9 @@ Settings for 2 cores: one EnvRunner stepping a batch of boards, the learner in t
 (``num_learners=0``; ``IMPALAConfig`` in RLlib's ``ray/rllib/algorithms/impala/impala.py`` defaults to one remote
 learner, which would need a third CPU, and updates synchronously when ``num_learners`` is 0), a 50 ms sampler
 timeout instead of IMPALA's busy poll (``timeout_s_sampler_manager`` defaults to 0.0 there), workers at
-niceness 0 (:mod:`harness.runners.ray_session`).
+niceness 0 (:mod:`harness.runners.ray_session`). A learner trains on a GPU only when ``rl.num_gpus_per_learner``
+asks for one (the BoxWorld ``paper`` profiles: one remote learner on one GPU, as the paper's Table 1 setting);
+the env runners always step on CPUs.
 """
 
 from __future__ import annotations
@@ -58,6 +60,14 @@ def check_rl_config(cfg: Any) -> None:
             raise UserError(f"'rl.{key}' must be positive, got {rl[key]}")
 
 
+def gpus_per_learner(rl: Any) -> int | float:
+    """``rl.num_gpus_per_learner`` as RLlib takes it (a whole number as an int; 0 in a config stored before the key
+    existed): with ``num_learners`` 0 the driver's local learner trains on that GPU (RLlib's
+    ``AlgorithmConfig.learners``)."""
+    gpus = float(rl.get("num_gpus_per_learner", 0) or 0)
+    return int(gpus) if gpus.is_integer() else gpus
+
+
 def build_algorithm_config(cfg: Any, task: Any, agent_entry: str) -> Any:
     """The RLlib AlgorithmConfig of a run: environment, agent, algorithm settings, 2-core resources."""
     from ray.rllib.algorithms.impala import IMPALAConfig
@@ -93,7 +103,8 @@ def build_algorithm_config(cfg: Any, task: Any, agent_entry: str) -> Any:
         .env_runners(num_env_runners=int(rl.num_env_runners), num_envs_per_env_runner=int(rl.envs_per_runner),
                      rollout_fragment_length=int(rl.unroll),
                      gym_env_vectorize_mode="vector_entry_point" if batched else "sync")
-        .learners(num_learners=int(rl.num_learners), learner_config_dict=learner_settings,
+        .learners(num_learners=int(rl.num_learners), num_gpus_per_learner=gpus_per_learner(rl),
+                  learner_config_dict=learner_settings,
                   learner_class=HarnessIMPALALearner if rl.algorithm == "impala" else HarnessPPOLearner)
         .rl_module(rl_module_spec=RLModuleSpec(module_class=AgentRLModule, model_config=module_config))
         .reporting(min_sample_timesteps_per_iteration=int(rl.min_steps_per_iteration),
@@ -210,6 +221,10 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
 
     check_rl_config(cfg)
     rl = cfg.rl
+    if str(results.get("device", "")).startswith("cuda") and not gpus_per_learner(rl):
+        import torch  # the machine has a GPU, but the learner trains on the CPU: the run's device says so
+
+        results["device"] = f"cpu, {torch.get_num_threads()} threads (rl.num_gpus_per_learner=0)"
     total = int(rl.total_env_steps)
     curves = CurveWriter(run.metrics_path)
     trained_before = float(results.get("train_time_s") or 0.0)

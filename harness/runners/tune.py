@@ -220,7 +220,8 @@ def trial_label(trial: dict[str, Any]) -> str:
 def trial_bundles(sweep: Sweep, task: str, model: str, sampled: tuple[str, ...] = ()) -> list[dict[str, float]]:
     """The placement group one trial needs: the trial's own process (for RL: RLlib's driver and local
     learner) plus, for RL, one CPU per EnvRunner and one per remote learner (``rl.num_learners``; RLlib's
-    ``num_cpus_per_learner`` "auto" is one CPU for a learner without a GPU), in the order RLlib fills it
+    ``num_cpus_per_learner`` "auto" is one CPU for a learner without a GPU), with ``rl.num_gpus_per_learner``
+    GPUs beside each remote learner's CPU (or the trial's own, for a local learner), in the order RLlib fills it
     (``Algorithm.default_resource_request``: driver, EnvRunners, learners). ``sampled``: the trial's values of
     the sweep's space as overrides (``rl.num_env_runners`` may be one of them)."""
     from harness.config import compose
@@ -230,8 +231,11 @@ def trial_bundles(sweep: Sweep, task: str, model: str, sampled: tuple[str, ...] 
     rl = composed.task.kind == "rl"
     runners = int(composed.cfg.rl.num_env_runners) if rl else 0
     learners = int(composed.cfg.rl.num_learners) if rl else 0
-    gpus = {"GPU": float(sweep.gpus_per_trial)} if sweep.gpus_per_trial else {}
-    return [{"CPU": float(sweep.cpus_per_trial), **gpus}] + [{"CPU": 1.0}] * (runners + learners)
+    learner_gpu = float(composed.cfg.rl.num_gpus_per_learner) if rl else 0.0
+    own_gpu = max(float(sweep.gpus_per_trial), 0.0 if learners else learner_gpu)  # a local learner: the trial's
+    gpus = {"GPU": own_gpu} if own_gpu else {}
+    remote = {"CPU": 1.0, "GPU": learner_gpu} if learner_gpu else {"CPU": 1.0}
+    return [{"CPU": float(sweep.cpus_per_trial), **gpus}] + [{"CPU": 1.0}] * runners + [dict(remote)] * learners
 
 
 RUNNERS_KEY = "rl.num_env_runners"
@@ -257,20 +261,32 @@ def cell_cpu_needs(bundles: dict[tuple[str, tuple[str, ...]], list[dict[str, flo
     return needs
 
 
-def check_trial_gpus(sweep: Sweep, gpus: float, cluster: bool) -> None:
+def trial_gpu_need(bundles: dict[tuple[str, tuple[str, ...]], list[dict[str, float]]]) -> float:
+    """The most GPUs one trial's placement group asks for (``gpus_per_trial`` and its RL learners')."""
+    return max((sum(bundle.get("GPU", 0.0) for bundle in bundle_list) for bundle_list in bundles.values()),
+               default=0.0)
+
+
+def check_trial_gpus(sweep: Sweep, gpus: float, cluster: bool, needed: float | None = None) -> None:
     """A trial that asks for a GPU the Ray session lacks would wait for ever, as :func:`check_trial_cpus` says of
     CPUs. (A trial that asks for a GPU gets its own, Ray setting its ``CUDA_VISIBLE_DEVICES``, and at most
     ``1 / gpus_per_trial`` trials share one; a trial that asks for none sees every GPU of its machine and trains
     on the first, Ray 2.60 leaving ``CUDA_VISIBLE_DEVICES`` as it was: ``_private/utils.py``,
-    ``set_visible_accelerator_ids``.)"""
-    if sweep.gpus_per_trial <= gpus:
+    ``set_visible_accelerator_ids``.) ``needed``: the largest trial's GPUs (:func:`trial_gpu_need`), where RL
+    learners ask for more than ``gpus_per_trial``."""
+    needed = max(float(sweep.gpus_per_trial), needed or 0.0)
+    if needed <= gpus:
         return
+    own = needed == sweep.gpus_per_trial
+    why = ("each trial asks for {:g} GPU (gpus_per_trial)" if own
+           else "a trial asks for {:g} GPU (rl.num_gpus_per_learner)")
+    fix = "gpus_per_trial: 0" if own else "rl.num_gpus_per_learner=0 in the sweep's overrides"
     where = f"the Ray cluster at RAY_ADDRESS has {gpus:g} now" if cluster else f"the local Ray has {gpus:g}"
-    problem = f"sweep {sweep.name}: each trial asks for {sweep.gpus_per_trial:g} GPU (gpus_per_trial) but {where}"
+    problem = f"sweep {sweep.name}: {why.format(needed)} but {where}"
     if cluster:
         print(f"warning: {problem}; its trials wait until the cluster has one", file=sys.stderr)
         return
-    raise UserError(f"{problem}, so no trial would start; set gpus_per_trial: 0 to train on the CPU")
+    raise UserError(f"{problem}, so no trial would start; set {fix} to train on the CPU")
 
 
 def check_trial_cpus(sweep: Sweep, needs: dict[str, float], cpus: float, cluster: bool) -> None:
@@ -499,7 +515,7 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
                    for task, model in sweep_cells(sweep) for choice in runner_choices(sweep)}
         if ray.is_initialized():  # (a test's stand-in session starts no Ray)
             check_trial_cpus(sweep, cell_cpu_needs(bundles), float(ray.cluster_resources().get("CPU", 0)), cluster)
-            check_trial_gpus(sweep, float(ray.cluster_resources().get("GPU", 0)), cluster)
+            check_trial_gpus(sweep, float(ray.cluster_resources().get("GPU", 0)), cluster, trial_gpu_need(bundles))
         store = start_driver_store(runs_dir) if cluster else None
 
         def resources(config: dict[str, Any]) -> Any:  # each trial's CPUs (an RL cell's env runners too)
