@@ -9,6 +9,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 from tasks.boxworld import BOXWORLD_ID, BRIDGE_BOXWORLD_ID, BoxWorldEnv, BridgeBoxWorldEnv
@@ -112,6 +113,21 @@ def test_an_action_that_is_not_an_int_is_refused(action: object) -> None:
         with pytest.raises((ValueError, TypeError), match="action must be an int 0..3"):
             env.step(action)
         assert env.step(np.int64(2))[0].shape == env.observation_space.shape  # numpy ints, as RLlib passes
+
+
+def test_a_step_without_an_episode_under_way_is_refused() -> None:
+    """Before the first reset the env held no level (an IndexError from its move table); after the episode ended the
+    rules went on, BoxWorld paying +10 for a gem taken after the truncation. gymnasium leaves such a step undefined:
+    it is gymnasium's ResetNeeded, as in the batched envs."""
+    env = classic_scene(horizon=1)
+    assert walk(env, [LEFT])[-1][3]  # truncated after one step
+    with pytest.raises(ResetNeeded, match="the episode has ended"):
+        env.step(LEFT)
+    for fresh in (BoxWorldEnv(), BridgeBoxWorldEnv()):
+        with pytest.raises(ResetNeeded, match="the env holds no level yet"):
+            fresh.step(0)
+        fresh.reset(seed=0)
+        assert fresh.step(0)[0].shape == fresh.observation_space.shape  # a reset starts an episode
 
 
 # ---------------------------------------------------------------------------------------------------- seeding

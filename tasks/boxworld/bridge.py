@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -89,8 +88,7 @@ class BridgeBoxWorldEnv(BoxWorldBase):
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Apply one move (reference ``updateState`` and notebook reward, see the module docstring)."""
-        if isinstance(action, bool) or not isinstance(action, Integral) or not 0 <= action <= 3:
-            raise ValueError(f"action must be an int 0..3, got {action!r}")
+        self._check_step(action)
         p = self._pos
         t = self._moves[4 * p + action]
         cells = self._cells
@@ -131,4 +129,5 @@ class BridgeBoxWorldEnv(BoxWorldBase):
         info = dict(self._info)
         if terminated or truncated:
             info["win"] = won
+            self._ended = True
         return self._obs.copy(), reward, terminated, truncated, info

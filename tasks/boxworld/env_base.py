@@ -9,11 +9,13 @@ dmurfet/2simplicialtransformer, notebooks/training.ipynb.)
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 
 from tasks.boxworld.level import Level
@@ -39,6 +41,17 @@ class BoxWorldBase(gym.Env):
         self._flat = self._obs.reshape(-1, 3)  # [H * W, 3] view
         self._info: dict[str, Any] = {}
         self.level: Level | None = None
+        self._ended = True  # no episode under way: step() needs a reset() first
+
+    def _check_step(self, action: Any) -> None:
+        """Refuse a step that has no episode to play (before the first ``reset``, or after the episode ended:
+        gymnasium leaves such a step undefined, and the rules would go on paying rewards on a finished board) and an
+        action that is not an int 0..3 (a float would be cut to an integer)."""
+        if self._ended:
+            raise ResetNeeded("call reset() before step(): " + ("the env holds no level yet" if self.level is None
+                                                               else "the episode has ended"))
+        if isinstance(action, bool) or not isinstance(action, Integral) or not 0 <= action <= 3:
+            raise ValueError(f"action must be an int 0..3, got {action!r}")
 
     def _generate(self, rng: np.random.Generator) -> Level:
         raise NotImplementedError
@@ -63,6 +76,7 @@ class BoxWorldBase(gym.Env):
         self._info = dict(level.info)
         self._obs[:] = level.render()
         self._load(level)
+        self._ended = False
         return self._obs.copy(), dict(self._info)
 
     def render(self) -> np.ndarray | None:
