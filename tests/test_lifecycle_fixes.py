@@ -268,3 +268,32 @@ def test_a_run_another_command_is_training_is_refused_before_it_writes(env, tmp_
         os.close(holder)
     assert main(args) == 0  # the lock let go: it trains, and lets go of it in turn
     assert main(args) == 0 and "already completed" in capsys.readouterr().out
+
+
+def test_a_sweep_trial_waits_for_the_trial_training_its_config_and_reports_that_run(tmp_path, monkeypatch, capsys):
+    """A sampled sweep may draw one config twice; the second trial failed on the folder's lock. In a trial
+    (``HARNESS_WAIT_FOR_RUN=1``, set by the sweep) it now waits, then finds the run the first trained."""
+    import fcntl
+    import threading
+
+    from harness.runs import Run
+
+    composed = SimpleNamespace(run_id="babi-lstm-smoke-s0-00000000")
+    run = Run(tmp_path / composed.run_id)
+    run.path.mkdir()
+    holder = os.open(run.path, os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    monkeypatch.setenv(launch_module.WAIT_FOR_RUN, "1")
+    monkeypatch.setattr(launch_module, "already_completed", lambda run, composed, force: True)
+    outcome: list[bool] = []
+    waiter = threading.Thread(target=lambda: outcome.append(launch_module.claim_run(run, composed, False)))
+    try:
+        waiter.start()
+        waiter.join(timeout=1.0)
+        assert waiter.is_alive() and not outcome  # waiting on the other trial
+    finally:
+        os.close(holder)  # the other trial ends
+    waiter.join(timeout=10)
+    assert outcome == [True]
+    assert "being trained by another trial (the sweep drew its config twice); waiting" in capsys.readouterr().out
+    launch_module.release_claims()

@@ -722,6 +722,7 @@ def open_tracker(run: Run, composed: Composed) -> Tracker:
                          f"seed:{cfg.seed}", *cfg.tracking.tags])
 
 
+WAIT_FOR_RUN = "HARNESS_WAIT_FOR_RUN"  # 1: a run folder another process holds is waited for, not refused
 _CLAIMS: list[int] = []  # the run folders this process holds (an open descriptor each, flock-ed)
 
 
@@ -730,16 +731,23 @@ def claim_run(run: Run, composed: Composed, force: bool) -> bool:
     folder itself, which the kernel lets go when the process ends, however it ends. The owner check of
     :func:`already_completed` reads ``results.json``, written only once the data is loaded and the model built, so
     two commands of one config started seconds apart both passed it and trained into one folder; the second now
-    stops in one line. True (its summary printed) when the run completed while this command built it. A file
-    system without locks (some network ones) is trained into as before."""
+    stops in one line. A sweep's trial (``$HARNESS_WAIT_FOR_RUN`` set to 1 by :mod:`harness.runners.tune`) waits
+    instead: a sweep that samples (``choice``, ``randint``) may draw one config twice, and the second trial then
+    reports the run the first trained. True (its summary printed) when the run completed while this command built
+    it or waited. A file system without locks (some network ones) is trained into as before."""
     run.path.mkdir(parents=True, exist_ok=True)
     handle = os.open(run.path, os.O_RDONLY)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        os.close(handle)
-        raise UserError(f"run {composed.run_id} is being trained by another process (the same config, started "
-                        "moments before); wait for it or stop it") from None
+        if os.environ.get(WAIT_FOR_RUN) != "1":
+            os.close(handle)
+            raise UserError(f"run {composed.run_id} is being trained by another process (the same config, started "
+                            "moments before); wait for it or stop it") from None
+        print(f"run {composed.run_id} is being trained by another trial (the sweep drew its config twice); "
+              "waiting for it", flush=True)
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        _CLAIMS.append(handle)
     except OSError:  # no locks here
         os.close(handle)
     else:

@@ -503,6 +503,9 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
             raise UserError(f"HARNESS_TRIAL_DIR={env['HARNESS_TRIAL_DIR']} must be an absolute path (on every node)")
     else:
         env["HARNESS_RUNS_DIR"] = str(runs_dir)
+        from harness.runners.launch import WAIT_FOR_RUN
+
+        env[WAIT_FOR_RUN] = "1"  # a config drawn twice: its second trial waits for the first (launch.claim_run)
     env.update({k: v for k, v in os.environ.items() if k.startswith("WANDB_")})
 
     with ray_session():
