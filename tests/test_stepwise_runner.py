@@ -177,11 +177,14 @@ class Tracker:
         pass
 
 
-def test_interrupted_run_resumes_to_the_same_numbers(tmp_path, monkeypatch):
-    cfg = config()
+@pytest.mark.parametrize("overrides", [{}, {"log_every": 2, "iterations": 8}])
+def test_interrupted_run_resumes_to_the_same_numbers(tmp_path, monkeypatch, overrides):
+    """Killed at cycle 5, after the checkpoint of cycle 3: the same curve and numbers as a run never killed, also
+    when a curve row (cycles 3 and 4, with log_every 2) straddles the checkpoint."""
+    cfg = config(**overrides)
     torch.manual_seed(0)
     whole = stepwise.train_stepwise(cfg, RememberTheBit(), TinyRecurrent(), Run(tmp_path / "whole"), Tracker())
-    assert whole["steps"] == 6 and (tmp_path / "whole" / "rollout.csv").exists()
+    assert whole["steps"] == cfg.stepwise.iterations and (tmp_path / "whole" / "rollout.csv").exists()
     assert {"test/acc", "rollout/step_10/acc", "rollout/step_20/recall/acc"} <= set(whole["metrics"])
 
     real_cycle, calls = stepwise.train_cycle, {"n": 0}

@@ -21,8 +21,9 @@ at or above ``threshold`` for ``patience`` consecutive cycles, up to ``stepwise.
 
 Every ``eval_every`` cycles the model is validated on fixed held-out worlds (:mod:`harness.runners.stepwise_eval`),
 a row goes to ``metrics.csv`` and ``checkpoints/last.ckpt`` is written (``best.ckpt`` when ``val/acc`` improves).
-The worlds of cycle i are a pure function of (seed, i), and the checkpoint holds the optimiser, the curriculum
-and the RNG, so a killed run resumes where its last checkpoint left it. At the end the best checkpoint is tested
+The worlds of cycle i are a pure function of (seed, i), and the checkpoint holds the optimiser, the curriculum,
+the RNG and the training numbers of a curve row not yet written, so a killed run resumes where its last checkpoint
+left it, to the same curve. At the end the best checkpoint is tested
 on held-out worlds and rolled to the longest of ``stepwise.horizons`` (``rollout.csv``, ``pictures/``).
 """
 
@@ -200,6 +201,8 @@ def train_stepwise(cfg: DictConfig, task: Any, model: Any, run: Run, tracker: An
     eval_steps = int(spec.eval_steps or spec.steps)
     curves = CurveWriter(run.metrics_path)
     done, elapsed, best, finished, rates = 0, 0.0, None, False, []
+    sums: dict[str, float] = {}  # the training numbers of the cycles since the last curve row, and their count:
+    count = 0  # checkpointed, so a run resumed between two rows writes the next one over the same cycles
     checkpoint = load_intact(run, ("last", "best"))
     if checkpoint is not None:
         model.load_state_dict(checkpoint["model"])
@@ -209,6 +212,7 @@ def train_stepwise(cfg: DictConfig, task: Any, model: Any, run: Run, tracker: An
         rates = list(saved.get("rates", []))
         policy.load_state_dict(saved.get("lr_policy", {}))
         curriculum.length, curriculum.streak = int(saved["length"]), int(saved["streak"])
+        sums, count = dict(saved.get("log_sums", {})), int(saved.get("log_count", 0))
         torch.set_rng_state(saved["torch_rng"])
         print(f"resuming after cycle {done} ({elapsed:.0f} s of training)", flush=True)
     elif curves.rows:
@@ -218,11 +222,11 @@ def train_stepwise(cfg: DictConfig, task: Any, model: Any, run: Run, tracker: An
     def state_record() -> dict[str, Any]:
         return {"cycle": done, "elapsed": elapsed, "best": best, "finished": finished, "rates": rates,
                 "lr_policy": policy.state_dict(), "length": curriculum.length, "streak": curriculum.streak,
-                "torch_rng": torch.get_rng_state()}
+                "log_sums": dict(sums), "log_count": count, "torch_rng": torch.get_rng_state()}
 
     iterations, max_time = int(spec.iterations), spec.max_time_s
     bar = _progress(iterations, done) if not finished else None
-    window_start, window_examples, sums, count = time.perf_counter(), 0, {}, 0
+    window_start, window_examples = time.perf_counter(), 0
     while not finished and done < iterations:
         lr = policy.lr_at(done)
         for group_ in optimizer.param_groups:
