@@ -217,3 +217,36 @@ def curve_without_timing(run_path: Path) -> list[dict[str, str]]:
 def test_rollout_csv_leaves_unasked_groups_empty(tmp_path):
     write_rollout_csv(tmp_path / "r.csv", [{"step": 1.0, "acc": 0.5}, {"step": 2.0, "acc": 1.0, "recall/acc": 1.0}])
     assert (tmp_path / "r.csv").read_text() == "step,acc,recall/acc\n1,0.5,\n2,1,1\n"
+
+
+@pytest.mark.parametrize(("task_settings", "start", "first_asked"),
+                         [({}, 1, 2), ({"first_recall_step": 4}, 2, 4), ({"length": 5, "recall_prob": 0.0}, 1, 5)])
+def test_a_curriculum_whose_first_trajectories_never_ask_the_monitored_group_is_refused(task_settings, start,
+                                                                                      first_asked):
+    """LSTM recall asks no recall at step 1 (nor before task.first_recall_step): a curriculum monitoring ``recall``
+    and starting there would never lengthen its trajectories; one line names the first step that asks it."""
+    from harness.errors import UserError
+    from tasks.lstm_recall.generator import DEFAULTS
+    from tasks.lstm_recall.task import LstmRecallTask
+
+    task = LstmRecallTask(OmegaConf.create({"task": {"name": "lstm_recall", **DEFAULTS, **task_settings}}))
+    spec = config(steps=6, monitor_group="recall", curriculum={"enabled": True, "start": start}).stepwise
+    with pytest.raises(UserError, match=rf"no recall query is asked at step {start} .*curriculum.start={first_asked}"):
+        stepwise.check_curriculum_monitor(task, spec)
+    spec.curriculum.start = first_asked
+    stepwise.check_curriculum_monitor(task, spec)  # asked there: accepted
+    spec.curriculum.enabled = False
+    spec.curriculum.start = start
+    stepwise.check_curriculum_monitor(task, spec)  # no curriculum: nothing reads the group
+
+
+def test_a_curriculum_monitoring_a_group_no_step_asks_is_refused():
+    """Game of Life without interventions never asks an ``intervened`` query."""
+    from harness.errors import UserError
+    from tasks.game_of_life.generator import DEFAULTS
+    from tasks.game_of_life.task import GameOfLifeTask
+
+    task = GameOfLifeTask(OmegaConf.create({"task": {"name": "game_of_life", **DEFAULTS, "size": 4}}))
+    spec = config(steps=3, monitor_group="intervened", curriculum={"enabled": True, "start": 1}).stepwise
+    with pytest.raises(UserError, match=r"no step up to stepwise.steps \(3\) asks one"):
+        stepwise.check_curriculum_monitor(task, spec)

@@ -73,11 +73,43 @@ def build_stepwise(task: Any, model_entry: str, cfg: DictConfig, task_name: str)
     if group is not None and group not in task.info["query_groups"]:
         raise UserError(f"stepwise.monitor_group={group!r} is not a query group of {task_name}; its groups: "
                         f"{', '.join(task.info['query_groups'])}")
+    check_curriculum_monitor(task, cfg.stepwise)
     torch.manual_seed(int(cfg.seed))
     try:
         return load_entry(model_entry)(cfg.model, task.info)
     except ValueError as exc:
         raise UserError(f"{cfg.model.name} cannot be built from this config: {exc}") from None
+
+
+PROBE_WORLDS = 64  # worlds a probe draws to see which query groups a step asks
+
+
+def check_curriculum_monitor(task: Any, spec: DictConfig) -> None:
+    """Appendix B's curriculum lengthens trajectories once the monitored group's accuracy at their last step is good
+    enough; a group never asked at step ``curriculum.start`` (LSTM recall's ``recall`` at step 1, Game of Life's
+    ``intervened`` at step 1 or without interventions) would keep every trajectory at that length. Probed on
+    ``PROBE_WORLDS`` training worlds and refused in one line, naming the first step that asks it."""
+    group = spec.monitor_group
+    start, steps = int(spec.curriculum.start), int(spec.steps)
+    if not spec.curriculum.enabled or group is None or start >= steps:
+        return
+    index = list(task.info["query_groups"]).index(group)
+    generator = torch.Generator().manual_seed(0)
+    worlds = task.reset(PROBE_WORLDS, generator, "train")
+    asked_at = None
+    for t in range(1, steps + 1):
+        worlds, step = task.step(worlds, t, generator, "train")
+        if t >= start and bool((step.query_group[step.query_mask] == index).any()):
+            asked_at = t
+            break
+    if asked_at == start:
+        return
+    fix = (f"start them there (stepwise.curriculum.start={asked_at}) or monitor another group" if asked_at else
+           f"no step up to stepwise.steps ({steps}) asks one: monitor another group, or all "
+           "(stepwise.monitor_group=null)")
+    raise UserError(f"stepwise.curriculum reads the accuracy of the group stepwise.monitor_group={group!r} at the last "
+                    f"step of each trajectory, and no {group} query is asked at step {start} "
+                    f"(stepwise.curriculum.start), so trajectories would never grow: {fix}")
 
 
 def cycle_generator(seed: int, cycle: int) -> torch.Generator:
