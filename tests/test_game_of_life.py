@@ -255,3 +255,29 @@ def test_the_floor_on_a_runs_worlds_is_what_always_dead_scores_in_its_test_and_r
     assert list(by_kind["rollout"]) == ["1", "2", "3", "4", "5", "10", "12"]
     assert {step: scored[step] for step in by_kind["rollout"]} == by_kind["rollout"]
     assert len(set(by_kind["rollout"].values())) > 3  # the boards change, so the floor is not one number
+
+
+SMALL = ["--boards", "2", "--steps", "2", "--rollout-worlds", "2", "--test-worlds", "2", "--test-steps", "2"]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--boards", "0"], "--boards 0: each must be at least 1"),
+    (["--steps", "0"], "--steps 0: each must be at least 1"),
+    (["--rollout-worlds", "16", "0"], "--rollout-worlds 16 0: each must be at least 1"),
+    (["--test-worlds", "0"], "--test-worlds 0: each must be at least 1"),
+    (["--interventions", "0", "65"], "--interventions 0 65: each in 0..64"),
+])
+def test_the_floor_script_refuses_counts_it_cannot_measure_in_one_line(argv, message, tmp_path, capsys):
+    """No board (NaN floors, stored by --json) or an intervention count the task refuses: exit 2, one line."""
+    from tasks.game_of_life.baseline import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main([*SMALL, *argv, "--json", str(tmp_path / "floor.json")])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: {message}" + capsys_tail(message)]
+    assert not (tmp_path / "floor.json").exists()
+
+
+def capsys_tail(message: str) -> str:
+    """The rest of the interventions' line (the board it is checked against)."""
+    return ", as task.interventions on the 8x8 board" if message.startswith("--interventions") else ""

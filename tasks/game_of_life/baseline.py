@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 from omegaconf import OmegaConf
 
+from harness.errors import UserError
 from harness.runners.stepwise_eval import HORIZON_SEED, TEST_SEED
 from tasks.game_of_life.task import GameOfLifeTask
 
@@ -72,6 +74,19 @@ def held_out_floors(interventions: list[int], rollout_worlds: list[int], steps: 
     return floors
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    """A UserError (one line) for a count that would measure no board or no step (a floor of NaN, which
+    ``--json`` would store) or an intervention count the task refuses (distinct cells of the board)."""
+    for flag, values in (("--boards", [args.boards]), ("--steps", [args.steps]), ("--test-steps", [args.test_steps]),
+                         ("--rollout-worlds", args.rollout_worlds), ("--test-worlds", args.test_worlds)):
+        if any(value < 1 for value in values):
+            raise UserError(f"{flag} {' '.join(map(str, values))}: each must be at least 1")
+    cells = int(BOARD["size"]) ** 2
+    if any(not 0 <= flips <= cells for flips in args.interventions):
+        raise UserError(f"--interventions {' '.join(map(str, args.interventions))}: each in 0..{cells}, as "
+                        f"task.interventions on the {BOARD['size']}x{BOARD['size']} board")
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boards", type=int, default=1000, help="boards of the distribution's floor")
@@ -85,6 +100,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--test-steps", type=int, default=5, help="the test's trajectory length (stepwise.steps)")
     parser.add_argument("--json", type=Path, default=None, help="also write the curves here")
     args = parser.parse_args(argv)
+    try:
+        check_arguments(args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     curves: dict[str, dict[str, float]] = {}
     for interventions in args.interventions:
         shares = dead_share(args.boards, args.steps, interventions)
