@@ -78,3 +78,23 @@ def test_a_folder_it_cannot_use_is_one_line_and_exit_2(tmp_path: Path, capsys: p
     (run / "checkpoints" / "best.ckpt").write_bytes(b"not a checkpoint")
     assert board_shift.main([str(run)]) == 2
     assert "does not load" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--densities", "0.3", "2"], "--densities 0.3 2.0: each is a probability in [0, 1]"),
+    (["--evolved", "5", "-3"], "--evolved 5 -3: generations are at least 0"),
+])
+def test_densities_and_generations_out_of_range_are_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    """A density of 2 drew boards all alive and a negative generation count boards never advanced, both printed
+    as if asked for."""
+    assert board_shift.main([str(tmp_path / "nowhere"), *argv]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {message}"
+
+
+def test_the_json_goes_into_a_folder_made_for_it(tmp_path: Path) -> None:
+    run = trained_run(tmp_path)
+    out = tmp_path / "new" / "folder" / "shift.json"
+    assert board_shift.main([str(run), "--boards", "4", "--steps", "2", "--evolved", "--densities",
+                             "--json", str(out)]) == 0
+    assert '"unchanged"' in out.read_text()

@@ -130,6 +130,17 @@ def format_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def argument_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the counts, generations or densities asked for, in one line; None when nothing is."""
+    if args.boards < 1 or args.steps < 1:
+        return "--boards and --steps must be at least 1"
+    if any(g < 0 for g in args.evolved):
+        return f"--evolved {' '.join(map(str, args.evolved))}: generations are at least 0"
+    if any(not 0.0 <= d <= 1.0 for d in args.densities):
+        return f"--densities {' '.join(map(str, args.densities))}: each is a probability in [0, 1]"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tasks.game_of_life.board_shift",
                                      description=(__doc__ or "").split("\n")[0])
@@ -142,8 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the curves here")
     args = parser.parse_args(argv)
-    if args.boards < 1 or args.steps < 1:
-        print("error: --boards and --steps must be at least 1", file=sys.stderr)
+    problem = argument_problem(args)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
         result = probe(args.run_dir, args.boards, args.steps, args.evolved, args.densities, args.checkpoint,
@@ -153,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(format_table(result))
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     return 0
 
