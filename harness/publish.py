@@ -80,6 +80,8 @@ def _copy_kept(source: Path, target: Path) -> None:
     for name in GZIPPED_FILES:
         if (source / name).is_file():
             gzip_file(source / name, target / f"{name}.gz")
+        elif (source / f"{name}.gz").is_file():  # a run of a reference store, published again (or elsewhere)
+            shutil.copy2(source / f"{name}.gz", target / f"{name}.gz")
     for folder in KEPT_FOLDERS:
         if (source / folder).is_dir():
             shutil.copytree(source / folder, target / folder, ignore=shutil.ignore_patterns("*.damaged-*", ".*"))

@@ -99,3 +99,27 @@ def test_shipped_reference_store_is_small_complete_and_portable():
         assert all(a["git"]["commit"] for a in results["attempts"]), run
         assert not ABSOLUTE_PATH.search(json.dumps(results.get("data_source"))), run
         assert str(Path.home()) not in path.read_text(), run
+
+
+def _reference_run_with_stages() -> Path:
+    """A shipped reference run of a curriculum (its curves one per stage), outside any stack."""
+    for path in sorted(RESULTS_DIR.glob("*/*/*/stages/*/metrics.csv.gz")):
+        run = path.parents[2]
+        if not json.loads((run / "results.json").read_text()).get("stack"):
+            return run
+    pytest.skip("no curriculum run in results/")
+
+
+def test_publishing_a_published_run_again_keeps_its_gzipped_curves(tmp_path):
+    """A run of a reference store (its curves already metrics.csv.gz) published again, into another store or
+    into its own, keeps its curves and each stage's: they were dropped, and the store's copy lost them."""
+    reference = _reference_run_with_stages()
+    store = tmp_path / "results"
+    shutil.copytree(reference, store / reference.parent.parent.name / reference.parent.name / reference.name)
+    curves = sorted(p.relative_to(store) for p in store.rglob("metrics.csv.gz"))
+    assert len(curves) >= 2
+    for target in (tmp_path / "elsewhere", store):
+        assert [p.run_id for p in publish([reference.name], store, target)] == [reference.name]
+        assert sorted(p.relative_to(target) for p in target.rglob("metrics.csv.gz")) == curves
+        assert all((target / curve).read_bytes() == (reference.parents[2] / curve).read_bytes() for curve in curves)
+
