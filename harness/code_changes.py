@@ -37,6 +37,7 @@ Nothing here computes a run's numbers (it is left out of the code record: :data:
 
 from __future__ import annotations
 
+import glob
 import json
 import subprocess
 from dataclasses import dataclass
@@ -91,7 +92,7 @@ def load_changes(results_dir: Path) -> list[Change]:
 
 
 def _reference_run(results_dir: Path, run_id: str) -> dict[str, Any] | None:
-    found = sorted(results_dir.glob(f"*/*/{run_id}/results.json"))
+    found = sorted(results_dir.glob(f"*/*/{glob.escape(run_id)}/results.json"))  # an id, never a pattern
     return _read_json(found[0], "the run") if found else None
 
 

@@ -20,6 +20,7 @@ already in the store is refused.
 
 from __future__ import annotations
 
+import glob
 import gzip
 import json
 import shutil
@@ -59,7 +60,7 @@ def find_run(name: str, runs_dir: Path) -> Run:
     path = Path(name)
     if (path / "results.json").exists():
         return Run(path)
-    matches = sorted(runs_dir.glob(f"*/*/{name}/results.json"))
+    matches = sorted(runs_dir.glob(f"*/*/{glob.escape(name)}/results.json"))  # a name, never a pattern
     if not matches:
         raise UserError(f"no run '{name}' in {runs_dir} (give a run id from `harness runs` or a run directory)")
     return Run(matches[0].parent)
@@ -149,7 +150,7 @@ def check_whole_stacks(checked: list[tuple[Run, dict]], results_dir: Path) -> No
         if not isinstance(stack, list) or len(stack) < 2:
             continue
         missing = [str(member) for member in stack if str(member) not in named
-                   and not any(results_dir.glob(f"*/*/{member}/results.json"))]
+                   and not any(results_dir.glob(f"*/*/{glob.escape(str(member))}/results.json"))]
         if missing:
             members = f"member{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
             raise UserError(f"{results.get('run_id')} trained in a stack of {len(stack)}; its {members} "

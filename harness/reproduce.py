@@ -18,6 +18,7 @@ reproduced so (with the reason), 130 when interrupted.
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
@@ -54,7 +55,7 @@ def find_stored(name: str, runs_dir: Path, results_dir: Path | None) -> Path:
         return Path(name)
     stores = list(dict.fromkeys(store for store in (results_dir, runs_dir, default_runs_dir()) if store is not None))
     for store in stores:
-        found = sorted(store.glob(f"*/*/{name}/results.json"))
+        found = sorted(store.glob(f"*/*/{glob.escape(name)}/results.json"))  # a name, never a pattern
         if found:
             return found[0].parent
     raise UserError(f"no run '{name}' in {' or '.join(map(str, stores))} (give a run id from `harness runs "

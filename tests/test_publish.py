@@ -123,3 +123,21 @@ def test_publishing_a_published_run_again_keeps_its_gzipped_curves(tmp_path):
         assert sorted(p.relative_to(target) for p in target.rglob("metrics.csv.gz")) == curves
         assert all((target / curve).read_bytes() == (reference.parents[2] / curve).read_bytes() for curve in curves)
 
+
+@pytest.mark.parametrize("name", ["*", "babi-*", "*-s0-*", "babi-lstm-smoke-s0-[0-9a-f]*"])
+def test_a_run_is_named_by_its_id_never_by_a_pattern(tmp_path, name):
+    """A name with glob characters names no run: it published (and `harness reproduce` trained again) the first
+    run the pattern matched."""
+    from harness.code_changes import _reference_run
+    from harness.reproduce import find_stored
+
+    store = tmp_path / "results"
+    run = store / "babi" / "lstm" / "babi-lstm-smoke-s0-0c1eb029"
+    run.mkdir(parents=True)
+    (run / "results.json").write_text(json.dumps({"run_id": run.name, "status": "completed"}))
+    with pytest.raises(UserError, match="no run"):
+        publish([name], store, tmp_path / "elsewhere")
+    with pytest.raises(UserError, match="no run"):
+        find_stored(name, store, store)
+    assert _reference_run(store, name) is None
+    assert _reference_run(store, run.name) is not None
