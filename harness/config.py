@@ -144,9 +144,11 @@ def _merge(base: dict[str, Any], layer: dict[str, Any], where: str, open_section
             merged[key] = copy.deepcopy(value)
         elif isinstance(base[key], dict) and isinstance(value, dict):
             merged[key] = _merge(base[key], value, where, open_sections, f"{path}.")
-        elif isinstance(base[key], dict) and base[key] and value is not None:
-            raise UserError(f"{where} sets '{path}' to {value!r}; it is a section (set its keys, e.g. "
-                            f"{path}.{next(iter(base[key]))}=...)")
+        elif isinstance(base[key], dict) and base[key]:  # null too: a section emptied breaks the run later
+            shown = "null" if value is None else repr(value)
+            example = next((k for k in base[key] if f"{path}.{k}" not in SET_BY_HARNESS), next(iter(base[key])))
+            raise UserError(f"{where} sets '{path}' to {shown}; it is a section (set its keys, e.g. "
+                            f"{path}.{example}=...)")
         else:
             merged[key] = copy.deepcopy(value)
     return merged
