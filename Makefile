@@ -35,7 +35,7 @@ install: $(STAMP)
 
 # FORCE=1 (on the command line only: a FORCE exported by the shell for something else never retrains a run)
 bench: $(STAMP)
-	$(BIN)/harness bench --task $(TASK) --model $(MODEL) --profile $(PROFILE) $(if $(SEEDS),--seeds $(SEEDS),--seed $(SEED)) \
+	$(BIN)/harness bench --task '$(TASK)' --model '$(MODEL)' --profile '$(PROFILE)' $(if $(SEEDS),--seeds '$(SEEDS)',--seed '$(SEED)') \
 		$(if $(filter command line,$(origin FORCE)),$(if $(filter-out 0,$(FORCE)),--force)) -- $(ARGS)
 
 list: $(STAMP)
@@ -47,8 +47,8 @@ list: $(STAMP)
 # SEEDS: the seeds to run instead of the file's (--seeds): a sweep run before trains only the new ones
 sweep: $(STAMP)
 	@test -n "$(SWEEP)" || { echo "make sweep: name a sweep file, e.g. make sweep SWEEP=sweeps/babi_smoke.yaml (ls sweeps/)" >&2; exit 2; }
-	$(BIN)/harness sweep $(SWEEP) $(if $(filter command line environment,$(origin PROFILE)),--profile $(PROFILE)) \
-		$(if $(SEEDS),--seeds $(SEEDS)) $(if $(CELLS),--cells '$(CELLS)') $(foreach only,$(ONLY),--only '$(only)')
+	$(BIN)/harness sweep $(SWEEP) $(if $(filter command line environment,$(origin PROFILE)),--profile '$(PROFILE)') \
+		$(if $(SEEDS),--seeds '$(SEEDS)') $(if $(CELLS),--cells '$(CELLS)') $(foreach only,$(ONLY),--only '$(only)')
 
 # The HTML report (reports/out/index.html), built only from the run store.
 report: $(STAMP)
@@ -75,7 +75,8 @@ readme: $(STAMP)
 	$(BIN)/python -m reports.readme --write
 
 validate: $(STAMP)
-	@$(BIN)/harness validate --task $(TASK) --model $(MODEL) --profile $(PROFILE) --seed $(SEED) -- $(ARGS)
+	@test -z "$(SEEDS)" || { echo "make validate: SEEDS=$(SEEDS) is a stack of runs; validate checks one run: give SEED=N" >&2; exit 2; }
+	@$(BIN)/harness validate --task '$(TASK)' --model '$(MODEL)' --profile '$(PROFILE)' --seed '$(SEED)' -- $(ARGS)
 
 test: $(STAMP)
 	$(BIN)/ruff check harness tasks models reports tests

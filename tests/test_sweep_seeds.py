@@ -37,6 +37,6 @@ def test_make_sweep_passes_seeds():
     printed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True).stdout
     printed = printed.replace("\\\n", " ")  # the recipe's continued lines as one
     line = next(line for line in printed.splitlines() if "harness sweep" in line)
-    assert "--seeds 0,1" in line and "--cells 'babi/*'" in line
+    assert "--seeds '0,1'" in line and "--cells 'babi/*'" in line
     without = subprocess.run(command[:-1], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "--seeds" not in without
