@@ -325,7 +325,7 @@ def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str
             raise UserError(f"bad override '{item}': expected key=value, e.g. optim.lr=3e-4")
         key, _, raw = item.partition("=")
         key = key.strip().lstrip("+")
-        parsed = _parse_override(item, key, raw)
+        parsed = _parse_override(item, key, raw, given_in)
         if not _has_path(tree, key):
             raise UserError(f"unknown config key '{key}'{suggest_key(key, _all_keys(tree))}")
         if key in SET_BY_HARNESS:
@@ -339,17 +339,27 @@ def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str
     return tree
 
 
-def _parse_override(item: str, key: str, raw: str) -> DictConfig:
+def _parse_override(item: str, key: str, raw: str, given_in: str = "command line") -> DictConfig:
     """One override as an OmegaConf mapping; a value that is not valid YAML (an unclosed list such as
-    ``[files``) or a key OmegaConf cannot read is a one-line error naming the override."""
+    ``[files``) or a key OmegaConf cannot read is a one-line error naming the override (on the command line, an
+    unclosed list is most often one split at a space, and the error says so)."""
     try:
         return OmegaConf.from_dotlist([f"{key}={raw}"])
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UserError(f"bad override '{item}': the value is not valid YAML ({problem}); write a list as "
-                        "[a, b] and quote a value with brackets, commas or colons") from None
+        if given_in == "command line" and _unclosed(raw):  # "[files," of [files, generator] split at its space
+            hint = (f"a space inside a list splits it into two arguments (make's ARGS, an unquoted shell word): "
+                    f"write it without spaces, e.g. {key}=[a,b], or quote the override")
+        else:
+            hint = "write a list as [a, b] and quote a value with brackets, commas or colons"
+        raise UserError(f"bad override '{item}': the value is not valid YAML ({problem}); {hint}") from None
     except OmegaConfBaseException as exc:
         raise UserError(f"bad override '{item}': {str(exc).splitlines()[0]}") from None
+
+
+def _unclosed(raw: str) -> bool:
+    """Whether an override's value opens more lists or mappings than it closes."""
+    return raw.count("[") + raw.count("{") > raw.count("]") + raw.count("}")
 
 
 def _has_path(tree: dict[str, Any], key: str) -> bool:

@@ -45,11 +45,20 @@ def test_a_malformed_override_names_itself(env, capsys, override):
     assert f"'{override}'" in line
 
 
+def test_a_list_split_at_its_space_says_so(env, capsys):
+    """``make bench ARGS="task.test_on=[files, generator]"`` hands the list over as two words; the error told the
+    user to write the list as [a, b], which is what they had written."""
+    line = refused(capsys, ["validate", *BABI_TPR, "task.test_on=[files,", "generator]"], "not valid YAML")
+    assert "'task.test_on=[files,'" in line and "a space inside a list splits it into two arguments" in line
+    assert "e.g. task.test_on=[a,b]" in line and "write a list as [a, b]" not in line
+
+
 def test_a_malformed_override_in_a_sweep_file_is_refused_by_a_dry_run(env, tmp_path, capsys):
     sweep = tmp_path / "bad.yaml"
     sweep.write_text("name: bad\ntask: babi\nmodels: [tpr_rnn]\nprofile: smoke\nseeds: [0]\n"
                      "overrides: ['task.test_on=[files']\n")
-    refused(capsys, ["sweep", "--dry-run", str(sweep)], "'task.test_on=[files': the value is not valid YAML")
+    line = refused(capsys, ["sweep", "--dry-run", str(sweep)], "'task.test_on=[files': the value is not valid YAML")
+    assert "splits it" not in line  # a sweep file's list is not split by a shell
 
 
 def test_a_malformed_retest_override_is_refused(env, tmp_path, capsys):
