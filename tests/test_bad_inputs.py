@@ -236,6 +236,12 @@ MISTAKES: list[Mistake] = [
             "bad value for 'optim.betas'"),
     Mistake("rl.optim.betas with one value", (*CARTPOLE, "rl.optim.betas=[0.9]"), "bad value for 'rl.optim.betas'"),
     Mistake("train.monitor=val/nope", (*BABI, "train.monitor=val/nope"), "'val/nope' is not one of val/acc, val/loss"),
+    Mistake("train.monitor=val/loss under monitor_mode max (the best checkpoint the worst)",
+            (*BABI, "train.monitor=val/loss"), "train.monitor_mode is max: the best checkpoint would be the worst; "
+            "add train.monitor_mode=min"),
+    Mistake("train.monitor_mode=min on val/acc", (*BABI, "train.monitor_mode=min"), "add train.monitor_mode=max"),
+    Mistake("train.monitor=val/loss in a stack", (*RELATIONS, "--seeds", "0,1", "train.monitor=val/loss"),
+            "add train.monitor_mode=min"),
     Mistake("optim.name=adagrad", (*BABI, "optim.name=adagrad"), "'adagrad' is not one of adam, adamw"),
     Mistake("model.memory=sparse", (*BABI, "--model", "tpr_rnn", "model.memory=sparse"),
             "'sparse' is not one of parallel, factored, dense"),

@@ -127,6 +127,21 @@ def check_run_config(composed: Composed) -> None:
                             f"protocol.name=curriculum only, and this run's protocol is {cfg.protocol.name}: add "
                             "protocol.name=curriculum, or name the tasks to train on with task.tasks")
     check_protocol_tasks(composed)
+    check_monitor_mode(cfg)
+
+
+MONITOR_MODES = {"val/acc": "max", "val/loss": "min"}  # the way each monitored metric improves (train.monitor)
+
+
+def check_monitor_mode(cfg: Any) -> None:
+    """``train.monitor_mode`` agrees with ``train.monitor``: ``train.monitor=val/loss`` under the default mode
+    (max) kept the checkpoint of the highest validation loss and stopped early once the loss fell for a while."""
+    monitor, mode = str(cfg.train.monitor), str(cfg.train.monitor_mode)
+    wanted = MONITOR_MODES.get(monitor)
+    if wanted is not None and mode != wanted:
+        raise UserError(f"train.monitor={monitor} improves as it {'falls' if wanted == 'min' else 'rises'}, but "
+                        f"train.monitor_mode is {mode}: the best checkpoint would be the worst; add "
+                        f"train.monitor_mode={wanted}")
 
 
 BETA_OPTIMISERS = ("adam", "adamw", "tf1_nadam")  # harness/optim.py: the optimisers that read ``betas``
