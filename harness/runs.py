@@ -453,14 +453,18 @@ def select_runs(runs_dir: str | Path | None = None, *, reference: bool = False, 
     """The runs ``harness runs`` lists: those of ``runs_dir`` (default: $HARNESS_RUNS_DIR or ./runs) or, with
     ``reference``, of the shipped reference store (results/); only ``task``'s and ``model``'s where named; with
     ``stale`` only the stale ones; with ``imports`` (project-relative source paths) only those that imported one of
-    them. A mistake is a one-line UserError: a ``runs_dir`` that does not exist, a store named at a folder inside a
-    store, a task or model name that neither the registry nor any stored run knows. The default store
-    ($HARNESS_RUNS_DIR or ./runs) holds no runs until the first run makes it."""
+    them. A mistake is a one-line UserError: a ``runs_dir`` that does not exist or comes with ``reference``, a store
+    named at a folder inside a store, a task or model name that neither the registry nor any stored run knows. The
+    default store ($HARNESS_RUNS_DIR or ./runs) holds no runs until the first run makes it."""
     from harness.provenance import run_code_status
 
     if reference:
+        from harness.errors import UserError
         from harness.publish import RESULTS_DIR
 
+        if runs_dir:  # one of the two would go unread
+            raise UserError(f"--reference lists the reference store ({RESULTS_DIR}) and --runs-dir names another "
+                            f"({runs_dir}): give one of them")
         store = Path(RESULTS_DIR)
     else:
         store = Path(runs_dir) if runs_dir else default_runs_dir()

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from harness.cli import main
+from harness.errors import UserError
 from harness.publish import RESULTS_DIR
 from harness.runners.tune import held_out
 from harness.runs import GONE, LEADING_COLUMNS, run_table
@@ -225,3 +226,15 @@ def test_a_store_with_reproduction_checks_names_each_runs_latest(tmp_path, capsy
     (runs / "reproductions.json").write_text("{")
     code, out, err = _runs(["--runs-dir", str(runs)], capsys)
     assert code == 2 and "reproductions.json: not a readable JSON list of checks" in err and err.count("\n") == 1
+
+
+def test_reference_with_runs_dir_is_refused(tmp_path, capsys):
+    """``--reference`` lists results/ and ``--runs-dir`` another store: together, the second went unread and the
+    reference runs were listed as if they were that store's."""
+    (tmp_path / "store").mkdir()
+    for form in ("table", "csv"):
+        code, out, err = _runs(["--reference", "--runs-dir", str(tmp_path / "store"), "--format", form], capsys)
+        assert code == 2 and not out and err.count("\n") == 1
+        assert err.startswith("error: --reference lists the reference store") and "give one of them" in err
+    with pytest.raises(UserError, match="give one of them"):
+        run_table(tmp_path / "store", reference=True)
