@@ -239,6 +239,12 @@ MISTAKES: list[Mistake] = [
     Mistake("train.monitor=val/loss under monitor_mode max (the best checkpoint the worst)",
             (*BABI, "train.monitor=val/loss"), "train.monitor_mode is max: the best checkpoint would be the worst; "
             "add train.monitor_mode=min"),
+    Mistake("train.max_time_s=0 (read as no cap)", (*BABI, "train.max_time_s=0"),
+            "train.max_time_s=0 is a cap of no time at all"),
+    Mistake("rl.max_time_s=0 (read as reached)", (*CARTPOLE, "rl.max_time_s=0"), "or rl.max_time_s=null for no cap"),
+    Mistake("stepwise.max_time_s=0 (read as reached)",
+            ("bench", "--task", "lstm_recall", "--model", "stream_lstm", "--profile", "smoke", "stepwise.max_time_s=0"),
+            "stepwise.max_time_s=0 is a cap of no time at all"),
     Mistake("train.monitor_mode=min on val/acc", (*BABI, "train.monitor_mode=min"), "add train.monitor_mode=max"),
     Mistake("train.monitor=val/loss in a stack", (*RELATIONS, "--seeds", "0,1", "train.monitor=val/loss"),
             "add train.monitor_mode=min"),

@@ -101,6 +101,7 @@ def check_run_config(composed: Composed) -> None:
     """Settings that depend on each other, checked before anything is loaded or written."""
     cfg = composed.cfg
     check_betas(cfg)
+    check_time_cap(cfg, TIME_CAPS[composed.task.kind])
     if composed.task.kind == "rl":
         from harness.runners.rl import check_rl_config
 
@@ -128,6 +129,18 @@ def check_run_config(composed: Composed) -> None:
                             "protocol.name=curriculum, or name the tasks to train on with task.tasks")
     check_protocol_tasks(composed)
     check_monitor_mode(cfg)
+
+
+TIME_CAPS = {"supervised": "train.max_time_s", "stepwise": "stepwise.max_time_s", "rl": "rl.max_time_s"}
+
+
+def check_time_cap(cfg: Any, key: str) -> None:
+    """A time cap of 0 seconds is refused: the supervised runners read it as no cap (and trained to the end), the
+    RL and stepwise runners as one already reached; null is the way to turn the cap off."""
+    cap = OmegaConf.select(cfg, key)
+    if cap is not None and float(cap) == 0:
+        raise UserError(f"{key}=0 is a cap of no time at all: give the seconds training may take, or {key}=null "
+                        "for no cap")
 
 
 MONITOR_MODES = {"val/acc": "max", "val/loss": "min"}  # the way each monitored metric improves (train.monitor)
