@@ -158,16 +158,30 @@ def check_whole_stacks(checked: list[tuple[Run, dict]], results_dir: Path) -> No
                             f"publish the stack whole (harness publish {' '.join(map(str, stack))})")
 
 
+def check_not_in_place(checked: list[tuple[Run, dict]], results_dir: Path) -> None:
+    """A one-line UserError when a run would be published onto itself (``--to`` the store it is in) while it holds
+    what publishing leaves out (checkpoints, plain curves, its W&B mirror): its copy would replace it and they would
+    be lost. A run already in published form (of a reference store) may be published again in place."""
+    for run, results in checked:
+        target = results_dir / str(results["task"]) / str(results["model"]) / str(results["run_id"])
+        dropped = [name for name in ("checkpoints", *GZIPPED_FILES, "wandb") if (run.path / name).exists()]
+        if dropped and target.resolve() == run.path.resolve():
+            raise UserError(f"{results['run_id']}: --to {results_dir} is the store the run is in; publishing it there "
+                            f"would replace it with its copy and lose its {', '.join(dropped)}: publish to another "
+                            "folder (default: results/)")
+
+
 def publish(names: list[str], runs_dir: Path | None = None, results_dir: Path = RESULTS_DIR,
             budget: int = BUDGET_BYTES) -> list[Published]:
     """Copy the named runs into ``results_dir``; all or nothing. A run named twice is published once; a run
     whose config.yaml does not parse or whose metrics.csv is empty, a member of a stack named without the rest of
-    its stack (:func:`check_whole_stacks`), or a ``results_dir`` that cannot be written, is refused before
-    anything is copied."""
+    its stack (:func:`check_whole_stacks`), a run published onto itself (:func:`check_not_in_place`), or a
+    ``results_dir`` that cannot be written, is refused before anything is copied."""
     runs_dir = runs_dir or default_runs_dir()
     runs = distinct_runs(names, runs_dir)
     checked = [(run, check_publishable(run)) for run in runs]
     check_whole_stacks(checked, results_dir)
+    check_not_in_place(checked, results_dir)
     check_destination(results_dir)
     staged: list[tuple[Run, dict, Path]] = []
     staging = Path(tempfile.mkdtemp(prefix=".publish-", dir=results_dir.parent))

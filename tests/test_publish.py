@@ -141,3 +141,23 @@ def test_a_run_is_named_by_its_id_never_by_a_pattern(tmp_path, name):
         find_stored(name, store, store)
     assert _reference_run(store, name) is None
     assert _reference_run(store, run.name) is not None
+
+
+def test_a_run_is_not_published_onto_itself(tmp_path):
+    """``--to`` the run store a run is in replaced the run with its published copy: its checkpoints and plain curves
+    were deleted. Refused, and the run left whole; a run already in published form may still be published again."""
+    store = tmp_path / "runs"
+    run = store / "babi" / "lstm" / "babi-lstm-smoke-s0-0c1eb029"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"weights")
+    (run / "results.json").write_text(json.dumps({"run_id": run.name, "task": "babi", "model": "lstm",
+                                                  "status": "completed"}))
+    (run / "config.yaml").write_text("task: {name: babi}\n")
+    (run / "metrics.csv").write_text("step,val/acc\n1,0.5\n")
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    with pytest.raises(UserError, match="is the store the run is in; .* lose its checkpoints, metrics.csv"):
+        publish([run.name], store, store)
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
+    assert [p.run_id for p in publish([run.name], store, tmp_path / "results")] == [run.name]
+    published = tmp_path / "results"
+    assert [p.run_id for p in publish([run.name], published, published)] == [run.name]  # in place, already published
