@@ -153,3 +153,23 @@ def test_the_header_of_a_rerun_that_has_no_checkpoint_says_it_starts_again(tmp_p
     assert start_word(run, {"attempts": [{}, {}]}) == "starting again: no checkpoint was saved"
     (run.checkpoint_dir / "algorithm").mkdir()
     assert start_word(run, {"attempts": [{}, {}]}) == "resuming"
+
+
+def test_the_rl_probe_reads_the_rl_reference_runs_of_the_project_it_is_given(tmp_path, monkeypatch):
+    """``harness.runners.rl_probe`` (the evidence for edits to the RL runner) hashes the algorithm settings of every
+    RL reference run: it finds them in this project, or in the one ``harness carry`` names (its run on an older
+    revision's code, unpacked elsewhere), and writes classes by name, never by an address."""
+    from omegaconf import OmegaConf
+
+    from harness.runners.rl_probe import _plain, rl_configs
+
+    configs = rl_configs()
+    assert len(configs) >= 60 and all("rl" in OmegaConf.load(path) for path in configs)
+    monkeypatch.setenv("HARNESS_PROBE_PROJECT", str(tmp_path))
+    assert rl_configs() == []
+
+    class Learner:
+        pass
+
+    named = f"{__name__}.{Learner.__qualname__}"
+    assert _plain({"b": Learner, "a": [Learner(), 1, None]}) == {"a": [Learner.__qualname__, 1, None], "b": named}
