@@ -62,8 +62,11 @@ def local_gpus() -> int:
 
 def learner_gpus(rl: Any) -> float:
     """The GPUs an RL run's learners ask for: ``rl.num_gpus_per_learner`` for each remote learner, or for the
-    driver's local one when ``rl.num_learners`` is 0 (0 in a config stored before the key existed)."""
-    return float(rl.get("num_gpus_per_learner", 0) or 0) * max(int(rl.num_learners), 1)
+    driver's local one when ``rl.num_learners`` is 0 (the value RLlib is given:
+    :func:`harness.runners.rl.gpus_per_learner`)."""
+    from harness.runners.rl import gpus_per_learner
+
+    return float(gpus_per_learner(rl)) * max(int(rl.num_learners), 1)
 
 
 @contextmanager

@@ -225,13 +225,14 @@ def trial_bundles(sweep: Sweep, task: str, model: str, sampled: tuple[str, ...] 
     (``Algorithm.default_resource_request``: driver, EnvRunners, learners). ``sampled``: the trial's values of
     the sweep's space as overrides (``rl.num_env_runners`` may be one of them)."""
     from harness.config import compose
+    from harness.runners.rl import gpus_per_learner
 
     composed = compose(task, model, sweep.profile, [*cell_overrides(sweep, f"{task}/{model}"), *sampled],
                        given_in=SWEEP_FILE)
     rl = composed.task.kind == "rl"
     runners = int(composed.cfg.rl.num_env_runners) if rl else 0
     learners = int(composed.cfg.rl.num_learners) if rl else 0
-    learner_gpu = float(composed.cfg.rl.num_gpus_per_learner) if rl else 0.0
+    learner_gpu = float(gpus_per_learner(composed.cfg.rl)) if rl else 0.0
     own_gpu = max(float(sweep.gpus_per_trial), 0.0 if learners else learner_gpu)  # a local learner: the trial's
     gpus = {"GPU": own_gpu} if own_gpu else {}
     remote = {"CPU": 1.0, "GPU": learner_gpu} if learner_gpu else {"CPU": 1.0}
