@@ -317,9 +317,10 @@ def _types(defined: dict[str, Any], schema: dict[str, dict[str, Any]]) -> dict[s
 
 
 def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str, KeyType],
-                     given_in: str = "command line") -> dict[str, Any]:
+                     given_in: str = "command line", kind: str | None = None) -> dict[str, Any]:
     """``overrides`` (``key=value``) applied to ``tree``, each value checked against its key's type; an error names
-    where the overrides were given (``given_in``: the command line, or a sweep file)."""
+    where the overrides were given (``given_in``: the command line, or a sweep file). With the run's ``kind``, a
+    key of a section only another kind of run has (``train.max_epochs`` on a stepwise task) is named as such."""
     for item in overrides:
         if "=" not in item:
             raise UserError(f"bad override '{item}': expected key=value, e.g. optim.lr=3e-4")
@@ -327,7 +328,8 @@ def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str
         key = key.strip().lstrip("+")
         parsed = _parse_override(item, key, raw, given_in)
         if not _has_path(tree, key):
-            raise UserError(f"unknown config key '{key}'{suggest_key(key, _all_keys(tree))}")
+            raise UserError(f"unknown config key '{key}'{_other_kind_hint(key, tree, kind)}"
+                            f"{suggest_key(key, _all_keys(tree))}")
         if key in SET_BY_HARNESS:
             raise UserError(f"'{key}' is set by the harness, not by an override")
         new_value = OmegaConf.to_container(parsed)
@@ -337,6 +339,24 @@ def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str
             check_value(key, new_value, types[key], f" ({given_in})")
         tree = _set_path(tree, key, new_value)
     return tree
+
+
+KIND_WORDS = {"supervised": "supervised", "rl": "RL", "stepwise": "stepwise"}  # a run kind as a sentence names it
+
+
+def _other_kind_hint(key: str, tree: dict[str, Any], kind: str | None) -> str:
+    """For a key whose section this run lacks but another kind of run has: ': section S configures K runs, and
+    this is a <kind> run (its sections: ...)'; otherwise ''."""
+    section = key.split(".")[0]
+    if kind is None or section in tree:
+        return ""
+    owners = [KIND_WORDS[other] for other, sections in KIND_SECTIONS.items() if section in sections and other != kind]
+    if not owners:
+        return ""
+    own = ", ".join(sorted(name for name in tree if isinstance(tree[name], dict)))
+    article = "an" if KIND_WORDS[kind][:1] in "aeiouR" else "a"
+    return (f": section '{section}' configures {' and '.join(owners)} runs, and this is {article} "
+            f"{KIND_WORDS[kind]} run (its sections: {own})")
 
 
 def _parse_override(item: str, key: str, raw: str, given_in: str = "command line") -> DictConfig:
@@ -411,7 +431,7 @@ def _compose_tree(task_name: str, model_name: str, profile: str, overrides: list
         layers.append((f"{spec_where} profiles.{profile}", profiles.get(profile) or {}, serves))
     for where, layer, serves in layers:
         tree = _merge(tree, _for_kind(layer, kind, where, serves), where)
-    tree = _apply_overrides(tree, list(overrides), types, given_in)
+    tree = _apply_overrides(tree, list(overrides), types, given_in, kind)
     return tree, types, task, model
 
 
@@ -451,7 +471,7 @@ def recompose(stored: dict[str, Any], overrides: list[str], registry: Registry =
     commands that reuse a trained run, such as ``harness retest``)."""
     task_name, model_name = str(stored["task"]["name"]), str(stored["model"]["name"])
     _, types, task, model = _compose_tree(task_name, model_name, str(stored.get("profile", "cpu")), [], registry)
-    tree = _apply_overrides(copy.deepcopy(stored), list(overrides), types)
+    tree = _apply_overrides(copy.deepcopy(stored), list(overrides), types, kind=task.kind)
     cfg = OmegaConf.create(tree)
     OmegaConf.set_struct(cfg, True)
     return Composed(cfg=cfg, task=task, model=model)

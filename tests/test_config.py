@@ -100,6 +100,22 @@ def test_a_typo_in_a_task_file_fails_with_the_file_and_key(tmp_path):
         check_registry(registry)
 
 
+@pytest.mark.parametrize(
+    ("task", "model", "override", "message"),
+    [
+        ("game_of_life", "updater_extractor", "train.max_epochs=3",
+         "section 'train' configures supervised runs, and this is a stepwise run (its sections: "),
+        ("babi", "tpr_rnn", "rl.num_learners=3", "section 'rl' configures RL runs, and this is a supervised run"),
+        ("boxworld", "predinet", "optim.lr=0.1",
+         "section 'optim' configures supervised and stepwise runs, and this is an RL run"),
+    ],
+)
+def test_a_key_of_another_kind_of_run_is_named_as_such(task, model, override, message):
+    with pytest.raises(UserError, match=f"unknown config key '{override.split('=')[0]}': ") as caught:
+        compose(task, model, "smoke", [override])
+    assert message in str(caught.value)
+
+
 def test_untyped_null_key_is_refused():
     from harness.registry import Registry
 
