@@ -432,7 +432,20 @@ def _compose_tree(task_name: str, model_name: str, profile: str, overrides: list
     for where, layer, serves in layers:
         tree = _merge(tree, _for_kind(layer, kind, where, serves), where)
     tree = _apply_overrides(tree, list(overrides), types, given_in, kind)
+    _check_read_under(task, overrides, types)
     return tree, types, task, model
+
+
+def _check_read_under(task: TaskSpec, overrides: list[str], types: dict[str, KeyType]) -> None:
+    """An override of a key the model reads under other task interfaces only (its schema's ``interfaces``, e.g.
+    ``model.chunk_size`` of a sequence reader on a stream task) is refused: it would change nothing but the run id."""
+    for item in overrides:
+        key = item.partition("=")[0].strip().lstrip("+")
+        read_under = types[key].interfaces if key in types else None
+        if read_under is not None and task.interface not in read_under:
+            named = ", ".join(read_under[:-1]) + (" or " if len(read_under) > 1 else "") + read_under[-1]
+            raise UserError(f"'{key}' is read only on {named} tasks, and {task.name} is a "
+                            f"{task.interface} task: setting it would change the run id and nothing else")
 
 
 def _check_leaves(node: Any, types: dict[str, KeyType], where: str) -> None:

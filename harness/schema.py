@@ -14,7 +14,10 @@ Fields: ``type`` (``int``, ``float``, ``bool``, ``str``, ``list``, ``dict``, or 
 (default false), ``choices`` (the allowed values; implies the type of the first), ``min`` / ``max``
 (numbers; for lists, every item), ``items`` (the type of every item of a list), ``length`` (the number of
 items a list must have, e.g. 2 for Adam's betas), ``item_choices`` (the values every item of a list must be
-one of), ``unique`` (no item twice) and ``min_length`` (the fewest items). A declared entry may also
+one of), ``unique`` (no item twice), ``min_length`` (the fewest items) and ``interfaces`` (the task interfaces
+under which the model reads the key, e.g. ``[sequence]`` for a chunk size only its sequence reader uses: an
+override of it on a task of another interface is refused, since it would change the run id and nothing else). A
+declared entry may also
 refine a key whose default is typed (e.g. ``train.batch_size: {min: 1}``). A float key (and every item of
 a list of floats) also refuses nan, infinities and magnitudes beyond float32's (about 3.4e38), which torch
 cannot hold. :func:`check_value` names the key, the value and what was expected, as one line.
@@ -30,12 +33,14 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from harness.errors import UserError
+from harness.registry import INTERFACES
 
 TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,), "float": (int, float), "bool": (bool,), "str": (str,), "list": (list, ListConfig),
     "dict": (dict, DictConfig),
 }
-FIELDS = ("type", "nullable", "choices", "min", "max", "items", "length", "item_choices", "unique", "min_length")
+FIELDS = ("type", "nullable", "choices", "min", "max", "items", "length", "item_choices", "unique", "min_length",
+          "interfaces")
 FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32: a float key's value reaches torch as one
 
 
@@ -56,6 +61,7 @@ class KeyType:
     item_choices: tuple[Any, ...] | None = None
     unique: bool = False
     min_length: int | None = None
+    interfaces: tuple[str, ...] | None = None  # the task interfaces under which the key is read (None: all)
 
     def describe(self) -> str:
         if self.choices is not None:
@@ -145,6 +151,11 @@ def parse_entry(key: str, entry: Any, where: str) -> dict[str, Any]:
         raise UserError(f"{where}: schema entry '{key}' has item_choices {entry['item_choices']!r}; a list of values")
     if entry.get("unique") is not None and not isinstance(entry["unique"], bool):
         raise UserError(f"{where}: schema entry '{key}' has unique {entry['unique']!r}; true or false")
+    interfaces = entry.get("interfaces")
+    if interfaces is not None and (not isinstance(interfaces, list | tuple) or not interfaces
+                                   or any(name not in INTERFACES for name in interfaces)):
+        raise UserError(f"{where}: schema entry '{key}' has interfaces {interfaces!r}; a list of task interfaces "
+                        f"({', '.join(INTERFACES)})")
     return dict(entry)
 
 
@@ -170,6 +181,7 @@ def key_type(key: str, default: Any, declared: Mapping[str, Any] | None) -> KeyT
         length=declared.get("length"),
         item_choices=tuple(declared["item_choices"]) if declared.get("item_choices") is not None else None,
         unique=bool(declared.get("unique", False)), min_length=declared.get("min_length"),
+        interfaces=tuple(declared["interfaces"]) if declared.get("interfaces") is not None else None,
     )
 
 

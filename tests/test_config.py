@@ -133,3 +133,28 @@ def test_rl_runs_carry_no_supervised_sections_and_supervised_runs_no_rl_sections
         compose("boxworld", "predinet", "cpu", ["optim.lr=0.1"])
     supervised = compose("relations_game", "predinet", "cpu").cfg
     assert "rl" not in supervised and "agent" not in supervised and supervised.optim.name == "sgd"
+
+
+@pytest.mark.parametrize(
+    ("task", "override", "message"),
+    [
+        ("game_of_life", "model.chunk_size=8", "'model.chunk_size' is read only on story, sequence, image, env or "
+                                               "state_env tasks, and game_of_life is a stream task"),
+        ("listops", "model.field_size=8", "'model.field_size' is read only on stream tasks, and listops is a sequence "
+                                          "task"),
+    ],
+)
+def test_a_model_key_its_reader_of_the_task_never_reads_is_refused(task, override, message):
+    with pytest.raises(UserError, match="setting it would change the run id and nothing else") as caught:
+        compose(task, "updater_extractor", "smoke", [override])
+    assert message in str(caught.value)
+    key = override.split("=")[0]
+    other = "listops" if task == "game_of_life" else "game_of_life"
+    assert compose(other, "updater_extractor", "smoke", [override]).cfg.model[key.split(".")[1]] == 8  # read there
+
+
+def test_a_schema_entry_naming_an_unknown_interface_is_refused():
+    from harness.schema import parse_entry
+
+    with pytest.raises(UserError, match="has interfaces \\['strem'\\]; a list of task interfaces"):
+        parse_entry("model.chunk_size", {"min": 1, "interfaces": ["strem"]}, "models/x.yaml")
