@@ -55,6 +55,10 @@ def section(results_dir: Path) -> list[str]:
             *table(["task", "reference runs", "trained again", "bit for bit", "differing: CPU of another kind",
                     "differing: CPU of the same name, model unrecorded", "differing: CPU of the same kind"],
                    _by_task(results_dir, checks)), "",
+            "By the two machines of each check (every check counted, a run checked twice twice; the kernel, which "
+            "tells virtual-machine images apart, is in the table after it):", "",
+            *table(["trained on", "trained again on", "CPU", "checks", "runs", "bit for bit", "figures compared"],
+                   _by_machine(checks)), "",
             *table(["run", "trained on", "trained again on", "CPU", "budget", "figures equal",
                     "furthest apart", "checked"], rows)]
 
@@ -75,6 +79,19 @@ def _by_task(results_dir: Path, checks: list[dict[str, Any]]) -> list[list[str]]
 
     return [*(row(task, run_ids) for task, run_ids in sorted(stored.items())),
             row("all", set().union(*stored.values()))]
+
+
+def _by_machine(checks: list[dict[str, Any]]) -> list[list[str]]:
+    """One row per pair of machines (as the processors name themselves, with family, model and vector kernels where
+    recorded) and kind of CPU match: how many checks, of how many runs, came back bit for bit, and their figures."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for check in checks:
+        key = (processor(check.get("stored_on") or {}), processor(check.get("now_on") or {}),
+               CPU.get(str(check.get("cpu")), "–"))
+        groups.setdefault(key, []).append(check)
+    return [[stored, now, cpu, str(len(group)), str(len({check["run_id"] for check in group})),
+             str(sum(exact(check) for check in group)), f"{sum(int(check.get('figures', 0)) for check in group):,}"]
+            for (stored, now, cpu), group in sorted(groups.items())]
 
 
 def _evidence(item: str | dict[str, Any]) -> str:
