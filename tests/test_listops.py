@@ -263,3 +263,23 @@ def test_a_folder_with_some_of_lras_files_names_the_missing_ones(tmp_path, monke
     monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
     with pytest.raises(UserError, match=r"has basic_train.tsv, basic_val.tsv but not basic_test.tsv"):
         ListOpsTask(task_cfg(source="files")).describe_data()
+
+
+@pytest.mark.parametrize("layout", ["lra_release/listops-1000", "lra_release/lra_release/listops-1000"])
+def test_the_release_is_found_unpacked_into_the_data_folder_or_into_its_lra_release(tmp_path, monkeypatch, layout):
+    folder = tmp_path / layout
+    folder.mkdir(parents=True)
+    trees = generate(30, seed=5, settings=SMALL)
+    for name, part in (("train", trees[:10]), ("val", trees[10:20]), ("test", trees[20:])):
+        (folder / f"basic_{name}.tsv").write_text(lra_text(part))
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
+    assert ListOpsTask(task_cfg(source="auto")).resolve_source() == "files"
+    assert set(ListOpsTask(task_cfg(source="files")).describe_data()["files"]) == {
+        f"{layout}/basic_{n}.tsv" for n in ("train", "val", "test")}
+
+
+def test_no_lra_files_names_every_folder_searched(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
+    with pytest.raises(UserError, match=r"in .*'s listops, listops/listops-1000, lra_release/listops-1000, "
+                                        r"lra_release/lra_release/listops-1000 \(HARNESS_DATA_DIR\)"):
+        ListOpsTask(task_cfg(source="files")).describe_data()

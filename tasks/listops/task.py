@@ -47,8 +47,10 @@ ORIGINAL_TEST = "test_d20s.tsv"
 
 
 def candidate_folders(root: Path) -> list[Path]:
-    """Where LRA's files may lie: ``listops/`` (LRA's dataset_setup.sh) or the release's ``listops-1000/``."""
-    return [root / "listops", root / "listops" / "listops-1000", root / "lra_release" / "listops-1000"]
+    """Where LRA's files may lie: ``listops/`` (LRA's dataset_setup.sh) or the release's ``listops-1000/``, with the
+    release unpacked into the data folder or into its ``lra_release/`` (as Pathfinder's folders are looked for)."""
+    return [root / "listops", root / "listops" / "listops-1000", root / "lra_release" / "listops-1000",
+            root / "lra_release" / "lra_release" / "listops-1000"]
 
 
 class ListOpsTask:
@@ -79,7 +81,6 @@ class ListOpsTask:
         return path if path.is_file() else None
 
     def _missing_lra(self) -> UserError:
-        folder = data_dir() / "listops"
         for candidate in candidate_folders(data_dir()):
             present = [name for name in LRA_FILES.values() if (candidate / name).is_file()]
             if present:  # a folder with some of the three: name what it lacks
@@ -90,7 +91,8 @@ class ListOpsTask:
         if self.original_file() is not None:
             note = (f"; {ORIGINAL_TEST} (the original ListOps test split) is a test set only: train on the "
                     "generator (task.source=generator) and add it with task.test_on=[original]")
-        return UserError(f"ListOps: no LRA files ({', '.join(LRA_FILES.values())}) under {folder} "
+        searched = ", ".join(str(folder.relative_to(data_dir())) for folder in candidate_folders(data_dir()))
+        return UserError(f"ListOps: no LRA files ({', '.join(LRA_FILES.values())}) in {data_dir()}'s {searched} "
                          f"({data_dir_label()}){note}")
 
     def resolve_source(self) -> str:
