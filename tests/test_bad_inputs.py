@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,6 +146,20 @@ def npz(**changes: np.ndarray | None) -> Callable[[Path], None]:
 def truncated_npz(path: Path) -> None:
     npz()(path)
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def damaged_deflate(path: Path) -> None:
+    """A compressed mini set whose labels' deflate stream starts with an invalid block type (zlib's own error,
+    not the zip's CRC check)."""
+    with path.open("wb") as handle:
+        np.savez_compressed(handle, **mini_arrays())
+    with zipfile.ZipFile(path) as archive:
+        member = archive.getinfo("labels.npy")
+    data = bytearray(path.read_bytes())
+    start = member.header_offset + 30 + len(member.filename.encode()) + int.from_bytes(
+        data[member.header_offset + 28:member.header_offset + 30], "little")  # past the local header and its extra
+    data[start:start + 8] = b"\xff" * 8
+    path.write_bytes(bytes(data))
 
 
 def single_npy(path: Path) -> None:
@@ -351,6 +366,8 @@ MISTAKES: list[Mistake] = [
     Mistake("npz that is not a zip", BETWEEN, f"{MINI_BETWEEN}: not an .npz archive (a zip of .npy arrays)",
             mini_file(lambda path: path.write_text("hello\n"))),
     Mistake("npz cut short", BETWEEN, f"{MINI_BETWEEN}: not a readable .npz archive", mini_file(truncated_npz)),
+    Mistake("npz with a damaged compressed array", BETWEEN, f"{MINI_BETWEEN}: unreadable array in the archive",
+            mini_file(damaged_deflate)),
     Mistake("npz with a single array (.npy)", BETWEEN, "a single .npy array, expected an .npz archive",
             mini_file(single_npy)),
     Mistake("npz missing a key", BETWEEN, "missing key(s) tasks (found: images, labels)", mini_file(npz(tasks=None))),

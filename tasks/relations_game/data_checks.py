@@ -10,6 +10,7 @@ out of the code fingerprint).
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,10 @@ def check_mini_sets(task_cfg: Any) -> None:
         path = folder / mini.file_name
         if not path.exists() or not tasks & set(mini.task_names):
             continue
-        arrays = load_mini(path)
+        try:
+            arrays = load_mini(path)
+        except zlib.error as exc:  # a damaged compressed array: load_mini names the zip's own errors, not zlib's
+            raise DataFormatError(f"{path}: unreadable array in the archive ({exc})") from None
         ids, labels = arrays["tasks"], arrays["labels"]  # [N], [N]
         if not len(ids):
             raise DataFormatError(f"{path}: holds no examples")
