@@ -74,3 +74,25 @@ def test_a_run_that_cannot_be_retested_says_what_it_is_before_judging_the_settin
             f"{run.name} is a stepwise run" in err, err
     assert main(["predict", run.name, "--runs-dir", str(tmp_path)]) == 2
     assert f"{run.name} is a stepwise run" in capsys.readouterr().err
+
+
+def test_retest_refuses_a_damaged_mini_set_in_one_line(env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]):
+    """A Relations Game mini set damaged after training (a compressed array zlib cannot read) is named in one line,
+    as bench names it, not a zlib traceback."""
+    from tests.test_bad_inputs import damaged_deflate, npz
+
+    mini = tmp_path / "data" / "relations_game" / "mini_between_hexos.npz"
+    mini.parent.mkdir(parents=True)
+    npz()(mini)
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    runs = tmp_path / "runs"
+    assert main(["bench", "--task", "relations_game", "--model", "mlp1", "--profile", "smoke", "task.tasks=[between]",
+                 "--runs-dir", str(runs)]) == 0
+    (run,) = runs.glob("*/*/*/results.json")
+    capsys.readouterr()
+    damaged_deflate(mini)
+    assert main(["retest", run.parent.name, "task.test_sets=[hexominoes,stripes,pentominoes]",
+                 "--runs-dir", str(runs)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "mini_between_hexos.npz: unreadable array in the archive" in err, err

@@ -30,7 +30,7 @@ from harness.errors import UserError
 from harness.paths import check_can_create_in
 from harness.provenance import code_files, fingerprint, git_info
 from harness.publish import find_run
-from harness.registry import REGISTRY
+from harness.registry import REGISTRY, load_entry
 from harness.runners.build import Prepared, prepare_task
 from harness.runners.predictions import evaluated_count, load_trained_model
 from harness.runners.supervised import intact_checkpoint
@@ -116,6 +116,8 @@ def reload_run(name: str, overrides: list[str], runs_dir: Path | None, doing: st
                         f"older harness); the run cannot be {doing}") from None
     if own_data or recorded_data is not None:
         check_same_data(run, (results.get("data") or {}) if own_data else recorded_data or {}, prepared.data, doing)
+    if composed.task.data_check:  # the data files' own checks, as bench runs them before it loads the data
+        load_entry(composed.task.data_check)(composed.cfg.task)
     return run, results, composed, prepared, prepared.task.load()
 
 
