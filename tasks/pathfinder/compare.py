@@ -18,13 +18,14 @@ markdown table (and writes the numbers as JSON with ``--json``). Statistics, per
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import numpy as np
 from scipy import ndimage
 
+from harness.bench_args import at_least, bench_parser
+from harness.errors import UserError
 from harness.paths import data_dir
 from tasks.pathfinder.generator import GENERATOR_VERSION, LEVELS, generate, level_settings
 from tasks.pathfinder.reader import LEVEL_FOLDERS, read_level
@@ -106,12 +107,20 @@ def table(result: dict[str, dict[str, dict[str, float]]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=1000, help="images per level and source")
+    parser = bench_parser("tasks.pathfinder.compare", __doc__.splitlines()[0])
+    parser.add_argument("--n", type=at_least(1), default=1000, help="images per level and source")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     parser.add_argument("--root", type=Path, default=None, help="the folder holding pathfinder32/")
     args = parser.parse_args(argv)
-    result = compare(args.n, args.root or find_root())
+    if args.root is not None and not (args.root / "pathfinder32").is_dir():
+        parser.error(f"--root {args.root}: no pathfinder32/ folder there (the folder that holds it, e.g. "
+                     "$HARNESS_DATA_DIR/pathfinder)")
+    if args.json is not None and args.json.is_dir():
+        parser.error(f"--json {args.json}: a folder; name the file to write")
+    try:
+        result = compare(args.n, args.root or find_root())
+    except UserError as exc:  # a malformed reference level (tasks/pathfinder/reader.py names the file)
+        parser.error(str(exc))
     print(table(result))
     if args.json:  # results/generators/pathfinder.json is the README's copy (reports/readme.py)
         stored = {"what": "Pathfinder-32 image statistics: our generator beside the reference generator's sample",
