@@ -42,3 +42,15 @@ def test_task_1_generated_matches_the_files_and_the_readme_section_renders_the_r
     assert json.loads((tmp_path / "generators" / "babi.json").read_text())["tasks"]["1"] == task
     section = babi_generator_section(tmp_path)
     assert section[0].startswith("### bAbI: our generator") and section[-1].startswith("| 1 | 11,000 | 10.00 / 10.00")
+
+
+def test_the_stored_command_names_the_tasks_it_compared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tasks.babi.generator import write_dataset
+
+    write_dataset(tmp_path / "data" / "babi" / "en-10k", 1, seed=5, n_train=20, n_test=10)
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    out = tmp_path / "generators" / "babi.json"
+    stored = compare.main(["--tasks", "1", "--json", str(out)])
+    assert stored["command"] == f"python -m tasks.babi.compare --tasks 1 --json {out}"
+    assert json.loads(out.read_text())["command"] == stored["command"]
+    assert compare.command(sorted(range(1, 21)), 0, None) == "python -m tasks.babi.compare"
