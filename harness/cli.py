@@ -323,15 +323,18 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def _check_babi_args(args: argparse.Namespace) -> None:
-    """``data babi``'s counts and output folder, checked before anything is written: at least one question per
-    split, an --out that is (or can be made) a folder this process can write into, and, unless --force, none of
-    the files it would write already there (an --out naming the official en-10k folder would replace its files)."""
+    """``data babi``'s counts, seed and output folder, checked before anything is written: at least one question per
+    split, a seed >= 0 (task.generator_seed's range), an --out that is (or can be made) a folder this process can
+    write into, and, unless --force, none of the files it would write already there (an --out naming the official
+    en-10k folder would replace its files)."""
     if not args.out.strip():
         raise UserError("data babi --out is empty: name the folder to write into, e.g. "
                         "--out $HARNESS_DATA_DIR/babi/en-10k")
     for flag, count in (("--n-train", args.n_train), ("--n-test", args.n_test)):
         if count < 1:
             raise UserError(f"data babi {flag} must be at least 1, got {count}")
+    if args.seed < 0:  # task.generator_seed cannot name it: no run could generate these files again
+        raise UserError(f"data babi --seed {args.seed}: a seed is an integer >= 0")
     from tasks.babi.generator import SUPPORTED_TASKS
 
     unknown = [str(babi_id) for babi_id in dict.fromkeys(args.ids) if babi_id not in SUPPORTED_TASKS]
@@ -733,7 +736,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="generate the data (what this command does; spelled out for scripts)")
     p.add_argument("--out", required=True, help="the folder to write into, e.g. $HARNESS_DATA_DIR/babi/en-10k")
     p.add_argument("--ids", type=int, nargs="+", default=list(range(1, 21)), help="tasks (default: all 20)")
-    p.add_argument("--seed", type=int, default=0, help="the generator's seed (default: 0)")
+    p.add_argument("--seed", type=int, default=0, help="the generator's seed, an integer >= 0 (default: 0)")
     p.add_argument("--n-train", "--n", type=int, default=10000, help="training questions per task (default: 10000)")
     p.add_argument("--n-test", type=int, default=1000, help="test questions per task (default: 1000)")
     p.add_argument("--force", action="store_true",

@@ -83,3 +83,10 @@ def test_a_download_that_is_deleted_takes_its_recorded_sha256_with_it(
     monkeypatch.setattr(harness.fetch, "download", serve)
     refused(capsys, ["data", "fetch", "babi", "--dest", str(tmp_path), *extra], message)
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_data_babi_refuses_a_negative_seed_and_writes_nothing(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "gen"
+    refused(capsys, ["data", "babi", "--out", str(out), "--ids", "1", "--seed", "-1", *SMALL], "--seed -1")
+    assert not out.exists()
