@@ -54,3 +54,14 @@ def test_the_stored_command_names_the_tasks_it_compared(tmp_path: Path, monkeypa
     assert stored["command"] == f"python -m tasks.babi.compare --tasks 1 --json {out}"
     assert json.loads(out.read_text())["command"] == stored["command"]
     assert compare.command(sorted(range(1, 21)), 0, None) == "python -m tasks.babi.compare"
+
+
+def test_files_are_found_in_the_release_folder_layout_the_task_reads(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from tasks.babi.generator import file_name, write_dataset
+
+    write_dataset(tmp_path / "tasks_1-20_v1-2" / "en-10k", 1, seed=5, n_train=20, n_test=10)
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
+    stored = compare.main(["--tasks", "1"])
+    assert stored["tasks"]["1"]["files"] == [f"en-10k/{file_name(1, split)}" for split in ("train", "test")]
+    assert stored["tasks"]["1"]["official"]["questions"] == 30

@@ -79,11 +79,15 @@ def parse(lines: list[str]) -> list[Story]:
 
 
 def official_stories(babi_id: int, root: Path) -> tuple[dict[str, list[Story]], list[str]]:
-    """The task's official stories per split, and the files read (relative to ``root``)."""
+    """The task's official stories per split, and the files read (as ``<data set>/<file>``), found under the data
+    folder ``root`` in any of the layouts the bAbI task reads (:func:`tasks.babi.task.candidate_folders`)."""
+    from tasks.babi.task import candidate_folders  # imports torch: only when files are read
+
     splits, used = {}, []
     for split in ("train", "test"):
-        for folder in (DATA_SET, FALLBACK):
-            path = root / folder / file_name(babi_id, split)
+        paths = [(folder, candidate / file_name(babi_id, split)) for folder in (DATA_SET, FALLBACK)
+                 for candidate in candidate_folders(root, folder)]
+        for folder, path in paths:
             if path.is_file():
                 splits[split] = parse(path.read_text(encoding="utf-8").splitlines(keepends=True))
                 used.append(f"{folder}/{path.name}")
@@ -121,8 +125,8 @@ def describe(stories: list[Story]) -> dict[str, float]:
 
 
 def compare_task(babi_id: int, root: Path, seed: int) -> dict[str, Any] | None:
-    """One task's figures: the files', ours (as many questions as the files hold), and the distances; None when
-    no official file of the task is found."""
+    """One task's figures: the files' (under the data folder ``root``), ours (as many questions as the files hold),
+    and the distances; None when no official file of the task is found."""
     splits, used = official_stories(babi_id, root)
     if not splits:
         return None
@@ -175,10 +179,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     unknown = sorted(set(args.tasks) - set(SUPPORTED_TASKS))
     if unknown:
         parser.error(f"no bAbI task {', '.join(map(str, unknown))}; the tasks are 1 to 20")
-    root = data_dir() / "babi"
+    root = data_dir()
     result = {str(task): figures for task in args.tasks if (figures := compare_task(task, root, args.seed))}
     if not result:
-        parser.error(f"no official bAbI files under {root} (set HARNESS_DATA_DIR)")
+        parser.error(f"no official bAbI files under {root} (e.g. {root / 'babi' / DATA_SET}; set HARNESS_DATA_DIR)")
     print("\n".join(table(result)))
     stored = {"what": "bAbI: our generator beside the official files", "data_set": DATA_SET, "seed": args.seed,
               "command": command(args.tasks, args.seed, args.json), "tasks": result}
