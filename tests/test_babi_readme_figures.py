@@ -29,3 +29,13 @@ def test_the_padded_records_task_1_speed_and_slow_tasks_are_those_the_record_hol
     ratios = [float(value) for value in said.groups()[1:]]
     assert ratios == [round(tasks[task]["vs_task_1"], 2) for task in ("2", "3", "5", "7", "8")]
     assert sorted(task for task, figures in tasks.items() if figures["vs_task_1"] < 1 / 3) == ["2", "3", "5", "7", "8"]
+
+
+def test_every_task_setting_has_a_row_in_the_settings_table() -> None:
+    import yaml
+
+    keys = set(yaml.safe_load((ROOT / "tasks" / "babi" / "task.yaml").read_text())["config"]["task"]) - {"name"}
+    section = README.read_text().split("## Settings (`task.*`)")[1].split("\n## ")[0]
+    named = {key for row in section.splitlines() if row.startswith("| `")
+             for key in re.findall(r"`(\w+)`", row.split(" | ")[0])}
+    assert keys <= named, sorted(keys - named)
