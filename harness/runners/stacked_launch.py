@@ -13,7 +13,8 @@ on its own data) or :class:`harness.runners.stacked_optim.OptimStackedTrainer` (
   then the model).
 * The models must run under ``vmap``: one forward of two training examples per member is tried first (a
   model that reads a tensor on the host, such as ``int(lengths.max())``, fails there), and a model that cannot
-  is refused with one line before any run is stored (:class:`UnstackableModelError`).
+  is refused with one line before any run is stored (:class:`UnstackableModelError`); so is, whatever K, a model
+  with state or gradient hooks of its own (:func:`unstacked_state`), which stacked parameters would lose.
 * Members resume from their own checkpoints: members checkpointed at the same epoch share a stack; a member whose
   checkpoint was written by the solo runner resumes alone with it; a finished member is only tested.
 * Each member ends ``completed``, ``diverged`` (its loss turned non-finite: it leaves the stack, the others go
@@ -103,6 +104,23 @@ def short_vmap_reason(text: str) -> str:
         return "the model calls .item() on a tensor (reads its value on the host)"
     sentence = text.removeprefix("vmap:").strip().split(". ")[0].rstrip(".")
     return sentence if len(sentence) <= 80 else sentence[:77] + "..."
+
+
+def unstacked_state(models: list[Any]) -> str | None:
+    """What the members' model keeps beside its parameters and buffers that a stack would lose, or None: state of its
+    own (``get_extra_state``) or hooks on its parameters' gradients. The stacked trainer trains fresh stacked
+    tensors (with K = 1 too) and checkpoints parameters and buffers only, so such a model (MemN2N, whose schedule
+    counts its epochs and sums and clips its own gradients) would train otherwise than its solo run under the
+    same run id, and its checkpoint would not load back."""
+    model = models[0]
+    extra = [name for name in model.state_dict() if name == "_extra_state" or name.endswith("._extra_state")]
+    if extra:
+        return f"it keeps state of its own ({extra[0]}), which stacked parameters do not carry"
+    hooked = [name for name, parameter in model.named_parameters()
+              if getattr(parameter, "_post_accumulate_grad_hooks", None) or getattr(parameter, "_backward_hooks", None)]
+    if hooked:
+        return f"hooks on its parameters' gradients ({hooked[0]}) would not run on stacked parameters"
+    return None
 
 
 def vmap_refusal(models: list[Any], data: Any) -> str | None:
@@ -317,7 +335,7 @@ class StackLaunch:
             return 0
         with refused_when_too_large(self.todo[0][0]):  # one line, as a solo run too large to allocate
             datas, models = self._build()
-            refusal = model_mismatch(models)
+            refusal = model_mismatch(models) or unstacked_state(models)
             if not refusal:
                 reason = vmap_refusal(models, datas[0])
                 refusal = f"vmap cannot batch its forward: {short_vmap_reason(reason)}" if reason else None
