@@ -121,8 +121,10 @@ class Run:
             raise UserError(f"{self.path}: {problem}; cannot be {doing}")
         results = self.read_results()
         if results.get("status") not in finished:
+            gone = ("; its process is gone (killed?): the command that trained it resumes it"
+                    if listed_status(results) == GONE else "")
             raise UserError(f"{self.path}: status {results.get('status')!r}; only a {' or '.join(finished)} run "
-                            f"can be {doing}")
+                            f"can be {doing}{gone}")
         return results
 
     def damage(self) -> str | None:

@@ -297,3 +297,18 @@ def test_a_sweep_trial_waits_for_the_trial_training_its_config_and_reports_that_
     assert outcome == [True]
     assert "being trained by another trial (the sweep drew its config twice); waiting" in capsys.readouterr().out
     launch_module.release_claims()
+
+
+def test_a_command_that_needs_a_completed_run_says_a_killed_one_resumes_with_its_command(tmp_path):
+    from harness.errors import UserError
+    from harness.runs import Run
+
+    killed = _fake_run(tmp_path, "a-killed", status="running", owner={"host": socket.gethostname(),
+                                                                       "pid": _dead_pid()})
+    with pytest.raises(UserError, match="status 'running'; only a completed run can be retested; its process is "
+                                        "gone \\(killed\\?\\): the command that trained it resumes it"):
+        Run(killed).completed_results("retested")
+    elsewhere = _fake_run(tmp_path, "b-elsewhere", status="running", owner={"host": "another-host", "pid": 1})
+    with pytest.raises(UserError) as caught:
+        Run(elsewhere).completed_results("retested")
+    assert "gone" not in str(caught.value)
