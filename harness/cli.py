@@ -702,7 +702,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead of one run: every reference run no check has trained again yet that trained on a CPU "
                         "of this machine's kind, the cheapest first (harness/reproduce_unchecked.py)")
     p.add_argument("--minutes", type=float, default=None,
-                   help="with --unchecked: stop before a run that would not fit in these minutes (as it trained)")
+                   help="with --unchecked: minutes of wall time from the start; a run starts only while its time "
+                        "as it trained fits in what is left (with --jobs, runs side by side share that time, so "
+                        "their times as trained may add up to more)")
     p.add_argument("--list", action="store_true", help="with --unchecked: print the queue, train nothing")
     p.add_argument("--jobs", type=int, default=1,
                    help="with --unchecked: train this many checks at once, each in its own process (default 1)")

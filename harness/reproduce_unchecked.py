@@ -21,7 +21,9 @@ came back bit for bit, 1 otherwise, 130 when interrupted.
 ``--jobs N`` trains up to N checks at once, each ``harness reproduce RUN`` in a process of its own whose output
 goes to ``<runs dir>/.reproduce/<run_id>.log``; its verdict is printed as it ends. Most reference runs trained on
 one thread, and a run computes the same figures however busy the machine is, so on two cores two checks at once
-take about half the time. A run starts only when it fits in what is left of ``--minutes`` at the pace it trained.
+take about half the time. ``--minutes`` is wall time from the start: a run starts only when it fits in what is
+left of it at the pace it trained, so with ``--jobs 2`` the runs trained side by side may add up to nearly twice
+``--minutes`` as they trained (and each may take longer than it did alone, on a machine busy with the other).
 """
 
 from __future__ import annotations
