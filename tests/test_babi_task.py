@@ -42,6 +42,8 @@ def test_reader_builds_one_sample_per_question(tmp_path):
         ("1 Mary moved.\n2 Where is Mary?\tb\t2\n", ":2: supporting fact '2' is not the id of an earlier line"),
         ("1 Mary moved.\n2 Where is Mary?\tb\t1 x\n", ":2: supporting fact 'x'"),
         ("1 Mary moved.\n\n2 Where is Mary?\tb\t1\n", ":2: a blank line"),
+        ("1 Mary moved.\n\u00b2 Where is Mary?\tb\t1\n", ":2: expected 'ID text'"),  # a digit int() refuses
+        ("1 Mary moved.\n2 Where is Mary?\tb\t\u00b9\n", ":2: supporting fact '\u00b9'"),
     ],
 )
 def test_malformed_files_fail_with_file_and_line(tmp_path, text, where):
@@ -104,6 +106,18 @@ def test_generator_used_when_no_files(monkeypatch, tmp_path):
     assert BabiTask(task_cfg(babi_id=19)).load().source.startswith("generator: bAbI task 19")  # all 20 tasks
     with pytest.raises(UserError, match="no en-10k folder under .*`harness data fetch babi`"):
         BabiTask(task_cfg(source="files")).load()
+
+
+def test_generated_files_of_other_generator_code_are_not_read_as_this_codes(monkeypatch, tmp_path):
+    import tasks.babi.task as babi_task
+
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "empty"))
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    assert "written" in BabiTask(task_cfg(babi_id=1)).load().source
+    assert "cached" in BabiTask(task_cfg(babi_id=1)).load().source
+    monkeypatch.setattr(babi_task, "generator_code_digest", lambda: "0ther0de")  # the generator's code edited
+    assert "written" in BabiTask(task_cfg(babi_id=1)).load().source
+    assert len(list((tmp_path / "cache" / "babi").iterdir())) == 2
 
 
 def test_a_missing_task_file_is_named(monkeypatch, tmp_path):

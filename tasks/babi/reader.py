@@ -36,11 +36,17 @@ class Sample:
     story_id: int  # index of the story in its file (keeps a story's questions together when splitting)
 
 
+def _is_number(word: str) -> bool:
+    """Whether ``word`` is a line id: ASCII digits only (``str.isdigit`` also accepts digits such as '²' that
+    ``int`` refuses)."""
+    return word.isascii() and word.isdigit()
+
+
 def check_supports(field: str, line_id: int, where: str) -> None:
     """The supporting-fact ids of the question on line ``line_id``: space-separated ids of earlier lines of its
     story (none is accepted: the reader does not use them). Anything else is a DataFormatError naming ``where``."""
     for support in field.split():
-        if not support.isdigit() or not 1 <= int(support) < line_id:
+        if not _is_number(support) or not 1 <= int(support) < line_id:
             raise DataFormatError(f"{where}: supporting fact {support!r} is not the id of an earlier line of the "
                                   f"story (1..{line_id - 1})")
 
@@ -65,7 +71,7 @@ def read_samples(path: Path) -> list[Sample]:
         if not line.strip():
             raise DataFormatError(f"{path}:{lineno}: a blank line (bAbI files have none: a line lost its text?)")
         head, _, text = line.partition(" ")
-        if not head.isdigit() or not text.strip():
+        if not _is_number(head) or not text.strip():
             raise DataFormatError(f"{path}:{lineno}: expected 'ID text', got {line[:60]!r}")
         line_id = int(head)
         if line_id == 1:

@@ -39,7 +39,7 @@ import torch
 from harness.data import TaskData, TensorDictDataset
 from harness.errors import UserError
 from harness.paths import cache_dir, data_dir, data_dir_label, data_relative, shown_path
-from harness.provenance import file_digest, fingerprint
+from harness.provenance import file_digest, fingerprint, source_digest
 from tasks.babi.reader import Sample, read_samples
 
 DATA_SETS = ("en", "en-10k", "en-valid-10k")
@@ -64,6 +64,14 @@ def candidate_folders(root: Path, data_set: str) -> list[Path]:
     return [root / "babi" / data_set, root / "babi" / "tasks_1-20_v1-2" / data_set,
             root / "tasks_1-20_v1-2" / data_set]
 
+
+
+def generator_code_digest() -> str:
+    """A digest of the generator's modules (``tasks/babi/generator*.py``): the cache folder of generated files is
+    keyed by it, so that files written by other generator code (its output for some tasks changed, while
+    ``GENERATOR_VERSION`` stayed) are never read as this code's."""
+    modules = sorted(Path(__file__).parent.glob("generator*.py"))
+    return fingerprint({path.name: source_digest(path) for path in modules})[:8]
 
 class BabiTask:
     """Loads one of the 20 bAbI tasks (``task.babi_id``) and turns it into tensors."""
@@ -118,7 +126,7 @@ class BabiTask:
             )
         n_train, n_test = int(self.cfg.generator_train_questions), int(self.cfg.generator_test_questions)
         seed = int(self.cfg.generator_seed)
-        folder = cache_dir() / "babi" / f"generated-s{seed}-{n_train}-{n_test}"
+        folder = cache_dir() / "babi" / f"generated-s{seed}-{n_train}-{n_test}-{generator_code_digest()}"
         files = {"train": folder / _generated_name(self.babi_id, "train"),
                  "test": folder / _generated_name(self.babi_id, "test")}
         cached = all(path.exists() for path in files.values())
