@@ -19,8 +19,10 @@ env        observation uint8 or float [H, W, 3]: a grid as an image (BoxWorld); 
 state_env  observation float [D]: a flat state vector (CartPole); checked by the agent
 ========== ================================================================================================
 
-:func:`check_task_data` runs when a run's data is built (before its directory exists); a mismatch is a
-one-line error naming the task, the tensor and the expected shape.
+A supervised task's ``info`` gives the keys of :data:`INFO_KEYS` for its interface (what the readers of
+models/adapters.yaml build from). :func:`check_task_data` runs when a run's data is built (before its directory
+exists); a mismatch (a tensor, the target, a missing ``info`` key) is a one-line error naming the task and what
+the contract expects.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.data import TARGET
+from harness.data import TARGET, TaskData
 from harness.errors import UserError
 
 
@@ -52,6 +54,15 @@ BATCH_CONTRACTS: dict[str, dict[str, TensorContract]] = {
               "query": TensorContract(("int64",), ("max_sent_len",))},
     "sequence": {"tokens": TensorContract(("int64",), ("max_len",)),
                  "length": TensorContract(("int64",), ())},
+}
+
+
+# The ``info`` keys a supervised task of each interface gives: the sizes its tensors are named after, and what the
+# readers of models/adapters.yaml build from (a task that left one out would run with some models only).
+INFO_KEYS: dict[str, tuple[str, ...]] = {
+    "image": ("image_shape", "num_classes"),
+    "story": ("max_story_len", "max_sent_len", "vocab_size", "num_classes"),
+    "sequence": ("max_len", "vocab_size", "num_classes"),
 }
 
 
@@ -80,6 +91,20 @@ def check_split(task: str, interface: str, split_name: str, tensors: dict[str, A
         raise UserError(f"task {task}, {split_name} split: tensor(s) {', '.join(extra)} are not in the "
                         f"'{interface}' contract ({', '.join(contract)}, target)")
     for name, expected in contract.items():
+        if name not in tensors and not expected.optional:
+            raise UserError(f"task {task}, {split_name} split: no '{name}' tensor; the '{interface}' contract "
+                            f"needs {name} {expected.describe()}")
+    missing = [key for key in INFO_KEYS.get(interface, ()) if key not in info]
+    if missing:
+        raise UserError(f"task {task}: its info has no {', '.join(missing)} (it gives "
+                        f"{', '.join(map(str, info)) or 'none'}); the info of a '{interface}' task gives "
+                        f"{', '.join(INFO_KEYS[interface])} (harness/interfaces.py)")
+    target = tensors.get(TARGET)
+    if target is not None and (str(target.dtype) != "torch.int64" or target.dim() != 1):
+        got = f"{str(target.dtype).removeprefix('torch.')} {list(target.shape[1:])}"
+        raise UserError(f"task {task}, {split_name} split: '{TARGET}' is {got} per example; the target of a "
+                        f"supervised task is int64 [] per example (int64 [N], the class index)")
+    for name, expected in contract.items():
         if name not in tensors:
             if expected.optional:
                 continue
@@ -107,6 +132,12 @@ def check_task_data(task: str, interface: str, data: Any) -> None:
     """Every split of a supervised task's data (``harness.data.TaskData``) against the interface's contract, and
     none of them empty: a run with no training example would "complete" after 0 steps, and one with no validation
     or test example would report no figure or a made-up one."""
+    if not isinstance(data, TaskData):
+        raise UserError(f"task {task}: load() returned {type(data).__name__}; it returns harness.data.TaskData(train=, "
+                        "val=, test=, info=, source=)")
+    if not isinstance(data.info, dict):
+        raise UserError(f"task {task}: load() gave info as {type(data.info).__name__}; info is a dict of what the "
+                        f"readers look up ({', '.join(INFO_KEYS.get(interface, ())) or 'harness/interfaces.py'})")
     splits = named_splits(data)
     empty = [name for name, split in splits.items() if len(split) == 0]
     if empty:

@@ -206,3 +206,66 @@ def test_a_model_that_reads_a_fixed_number_of_statements_is_refused_cut_batches_
     assert capsys.readouterr().out == ""  # the same output either way: nothing to say
     check_model_output(composed, SimpleNamespace(loaded=data, model=Statements(6, 4)))
     assert "note: tpr_rnn's output on a batch cut to its longest story differs" in capsys.readouterr().out
+
+
+class ToyParity:
+    """A generated ``sequence`` task whose ``load()`` breaks the interface's contract as ``task.broken`` says."""
+
+    def __init__(self, cfg: object) -> None:
+        self.broken = str(cfg.task.broken)  # type: ignore[attr-defined]
+
+    def load(self) -> object:
+        tokens, length, target = torch.ones(8, 4, dtype=torch.long), torch.full((8,), 4), torch.arange(8) % 2
+        info: dict[str, int] | None = {"max_len": 4, "vocab_size": 3, "num_classes": 2}
+        if self.broken == "float_target":
+            target = target.float()
+        if self.broken == "column_target":
+            target = target.unsqueeze(1)
+        if self.broken == "no_max_len":
+            del info["max_len"]  # type: ignore[union-attr]
+        if self.broken == "info_none":
+            info = None
+        split = TensorDictDataset({"tokens": tokens, "length": length, "target": target})
+        if self.broken == "dict":
+            return {"train": split, "val": split, "test": split, "info": info}
+        return TaskData(train=split, val=split, test=split, info=info, source="toy")  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def toy_parity(monkeypatch: pytest.MonkeyPatch) -> str:
+    from harness.registry import TaskSpec
+
+    spec = TaskSpec(name="toy_parity", title="", interface="sequence", kind="supervised",
+                    entry="tests.test_contributor_errors:ToyParity",
+                    config={"task": {"name": "toy_parity", "broken": "none"}},
+                    schema={"task.broken": {"choices": ["none", "float_target", "column_target", "no_max_len",
+                                                        "info_none", "dict"]}})
+    monkeypatch.setitem(REGISTRY._extra_tasks, spec.name, spec)
+    return spec.name
+
+
+@pytest.mark.parametrize(("broken", "message"), [
+    ("float_target", "task toy_parity, train split: 'target' is float32 [] per example; the target of a supervised "
+                     "task is int64 [] per example"),
+    ("column_target", "'target' is int64 [1] per example; the target of a supervised task is int64 [] per example"),
+    ("no_max_len", "task toy_parity: its info has no max_len (it gives vocab_size, num_classes); the info of a "
+                   "'sequence' task gives max_len, vocab_size, num_classes"),
+    ("info_none", "task toy_parity: load() gave info as NoneType"),
+    ("dict", "task toy_parity: load() returned dict; it returns harness.data.TaskData("),
+])
+def test_a_task_whose_data_breaks_the_contract_is_one_line_before_the_run(broken, message, toy_parity, tmp_path,
+                                                                          capsys):
+    from harness.cli import main
+
+    runs = tmp_path / "runs"
+    assert main(["bench", "--task", toy_parity, "--model", "lstm", "--profile", "smoke", "--runs-dir", str(runs),
+                 "task.broken=none"]) == 0  # the toy task as written trains
+    shutil.rmtree(runs)
+    capsys.readouterr()
+    for command in ("validate", "bench"):
+        code = main([command, "--task", toy_parity, "--model", "lstm", "--profile", "smoke", "--runs-dir", str(runs),
+                     f"task.broken={broken}"])
+        err = capsys.readouterr().err
+        assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+        assert message in err, err
+        assert not runs.exists()

@@ -586,7 +586,16 @@ def build_model(composed: Composed, prepared: Prepared) -> None:
     else:
         try:
             build_before_start(composed, prepared)
-        except KeyError as exc:  # a reader looked up a size its task's info does not give
+        except UserError:
+            raise
+        except Exception as exc:
+            if prepared.loaded is None:
+                raise
+            # data that breaks its interface's contract is named as such, not as the error of the reader it broke
+            check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
+            if not isinstance(exc, KeyError):
+                raise
+            # a reader looked up a size its task's info does not give
             info = getattr(prepared.loaded, "info", None)
             key = exc.args[0] if exc.args else None
             if not isinstance(info, dict) or not isinstance(key, str) or key in info:
