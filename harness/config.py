@@ -303,15 +303,19 @@ def _check_schema_keys(where: str, spec: TaskSpec | ModelSpec, registry: Registr
                             f"{did_you_mean(str(key), sorted(defined))}")
 
 
-def _types(defined: dict[str, Any], schema: dict[str, dict[str, Any]]) -> dict[str, KeyType]:
-    """Every key's type, from the defining layers and the declarations; an untyped key is an error."""
+def _types(defined: dict[str, Any], schema: dict[str, dict[str, Any]],
+           files: tuple[tuple[str, set[str]], ...] = ()) -> dict[str, KeyType]:
+    """Every key's type, from the defining layers and the declarations; an untyped key is an error naming the
+    file that defines it (``files``: each file with the keys it defines)."""
     types: dict[str, KeyType] = {}
     for key, default in leaves(defined):
         kind = key_type(key, default, schema.get(key))
         if kind is None:
             what = "null" if default is None else "a string"
-            raise UserError(f"config key '{key}' defaults to {what} and declares no type; add it to a `schema` "
-                            "section (e.g. {type: float, nullable: true} or {choices: [...]})")
+            path = next((path for path, keys in files if key in keys), "")
+            raise UserError(f"{f'{path}: ' if path else ''}config key '{key}' defaults to {what} and declares no "
+                            f"type; add it to {'its' if path else 'a'} `schema` section (e.g. {key}: {{type: float, "
+                            f"nullable: true}} or {key}: {{choices: [...]}})")
         types[key] = kind
     return types
 
@@ -421,7 +425,8 @@ def _compose_tree(task_name: str, model_name: str, profile: str, overrides: list
     tree = _merge(tree, _for_kind(pair_config, kind, pair_where, (kind,)), pair_where)
     tree = _merge(tree, {"task": {"name": task.name}, "model": {"name": model.name}, "profile": profile},
                   "registry")  # the registry's names win
-    types = _types(tree, _schema_for(task, model, adapter))
+    types = _types(tree, _schema_for(task, model, adapter),
+                   ((task_where, _defined_keys(task)), (model_where, _defined_keys(model))))
 
     profile_file = PROFILES_DIR / f"{profile}.yaml"
     layers = [(_rel(profile_file), _read(profile_file), KINDS)]

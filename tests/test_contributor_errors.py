@@ -269,3 +269,15 @@ def test_a_task_whose_data_breaks_the_contract_is_one_line_before_the_run(broken
         assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
         assert message in err, err
         assert not runs.exists()
+
+
+@pytest.mark.parametrize(("gru", "parity", "message"), [
+    (GRU.replace("    hidden_size: 64", "    hidden_size: 64\n    act: tanh"), PARITY,
+     "gru.yaml: config key 'model.act' defaults to a string and declares no type; add it to its `schema` section"),
+    (GRU, PARITY.replace("    n_train: 10", "    n_train: 10\n    limit: null"),
+     "parity/task.yaml: config key 'task.limit' defaults to null and declares no type; add it to its `schema`"),
+])
+def test_an_untyped_key_names_the_file_that_defines_it(tmp_path, gru, parity, message):
+    registry = project(tmp_path, gru=gru, parity=parity)
+    with pytest.raises(UserError, match=re.escape(message)):
+        compose("parity", "gru", "smoke", registry=registry)
