@@ -281,3 +281,34 @@ def test_an_untyped_key_names_the_file_that_defines_it(tmp_path, gru, parity, me
     registry = project(tmp_path, gru=gru, parity=parity)
     with pytest.raises(UserError, match=re.escape(message)):
         compose("parity", "gru", "smoke", registry=registry)
+
+
+class Returning(Flat):
+    """Logits made integer, NaN, or a forward that fails, as a core whose out_dim is not what it returns makes the
+    adapter's classifier fail."""
+
+    def __init__(self, classes: int, how: str) -> None:
+        super().__init__(classes)
+        self.how = how
+
+    def forward(self, tokens: torch.Tensor, length: torch.Tensor) -> torch.Tensor:
+        logits = super().forward(tokens, length)
+        if self.how == "fails":
+            return self.out(logits)  # [B, 10] into Linear(1, 10)
+        return logits.long() if self.how == "long" else logits * float("nan")
+
+
+@pytest.mark.parametrize(("how", "message"), [
+    ("long", r"model\(tokens, length\) returned int64 \[2, 10\]; a supervised model returns float logits"),
+    ("nan", r"model\(tokens, length\) returned NaN logits on two validation examples, before any training"),
+    ("fails", r"model\(tokens, length\) raised RuntimeError: mat1 and mat2 shapes cannot be multiplied .*; it "
+              r"reads sequence through models/adapters.yaml, so check its core \(models.lstm.core:LSTMCore\)"),
+])
+def test_integer_or_nan_logits_are_refused_and_a_failing_adapted_model_points_at_its_core(how, message):
+    composed = compose("listops", "lstm", "smoke")
+    split = TensorDictDataset({"tokens": torch.ones(3, 4, dtype=torch.long), "length": torch.full((3,), 4),
+                               "target": torch.zeros(3, dtype=torch.long)})
+    data = TaskData(train=split, val=split, test=split, info={"num_classes": 10}, source="")
+    with pytest.raises(UserError, match=message):
+        check_model_output(composed, SimpleNamespace(loaded=data, model=Returning(10, how)))
+

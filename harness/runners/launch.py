@@ -608,10 +608,10 @@ def build_model(composed: Composed, prepared: Prepared) -> None:
 
 def check_model_output(composed: Composed, prepared: Prepared) -> None:
     """Two validation examples through the built model, as the runner will call it (``model(**batch)``), before
-    anything is written: a forward that fails or returns other than logits [B, num_classes] is one line naming
-    the model's class. No gradient, in eval mode, on a forked RNG and on a copy of the model (a model may keep
-    state that its forward passes change: MemN2N's schedule counts an evaluation followed by training as an
-    epoch), so the run computes what it would have."""
+    anything is written: a forward that fails, returns other than float logits [B, num_classes] or returns NaN is
+    one line naming the model's class. No gradient, in eval mode, on a forked RNG and on a copy of the model (a
+    model may keep state that its forward passes change: MemN2N's schedule counts an evaluation followed by
+    training as an epoch), so the run computes what it would have."""
     import copy
 
     import torch
@@ -629,6 +629,9 @@ def check_model_output(composed: Composed, prepared: Prepared) -> None:
     entry = composed.model.interfaces[composed.task.interface]
     where = f"{composed.model.name} ({entry}) on task {composed.task.name}"
     call = f"model({', '.join(inputs)})"
+    core = composed.model.core if composed.task.interface in composed.model.adapted else ""
+    through = (f"; it reads {composed.task.interface} through models/adapters.yaml, so check its core "
+               f"({core}): core(x [B, T, in_dim], mask [B, T]) -> [B, out_dim] float") if core else ""
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         checked = copy.deepcopy(model).eval()
         try:
@@ -639,7 +642,7 @@ def check_model_output(composed: Composed, prepared: Prepared) -> None:
                 raise UserError(f"{where}: {call} raised {said} on a batch cut to its longest story, where the padded "
                                 f"batch runs: the model reads a fixed number of statements, so it trains on padded "
                                 f"batches only ({CUT_BATCHES})") from None
-            raise UserError(f"{where}: {call} raised {said}") from None
+            raise UserError(f"{where}: {call} raised {said}{through}") from None
         if cut and not torch.allclose(out, checked(**padded), rtol=1e-4, atol=1e-5):
             print(f"note: {composed.model.name}'s output on a batch cut to its longest story differs from its output "
                   f"on the padded batch: it reads padding as input, so with cut batches ({CUT_BATCHES}) it sees as "
@@ -647,13 +650,15 @@ def check_model_output(composed: Composed, prepared: Prepared) -> None:
     classes = data.info.get("num_classes")
     want = [len(next(iter(inputs.values()))), int(classes) if classes is not None else "num_classes"]
     shape = list(out.shape) if isinstance(out, torch.Tensor) else None
-    if shape is None or len(shape) != 2 or shape[0] != want[0] or (classes is not None and shape[1] != want[1]):
-        got = f"{list(shape)}" if shape is not None else type(out).__name__
-        core = composed.model.core if composed.task.interface in composed.model.adapted else ""
-        through = (f"; it reads {composed.task.interface} through models/adapters.yaml, so check its core "
-                   f"({core}): core(x [B, T, in_dim], mask [B, T]) -> [B, out_dim]") if core else ""
-        raise UserError(f"{where}: {call} returned {got}; a supervised model returns logits [B, num_classes] = "
-                        f"{want} (harness/interfaces.py){through}")
+    floating = shape is not None and out.is_floating_point()
+    if not floating or len(shape) != 2 or shape[0] != want[0] or (classes is not None and shape[1] != want[1]):
+        got = (type(out).__name__ if shape is None else f"{list(shape)}" if floating
+               else f"{str(out.dtype).removeprefix('torch.')} {list(shape)}")
+        raise UserError(f"{where}: {call} returned {got}; a supervised model returns float logits [B, num_classes] "
+                        f"= {want} (harness/interfaces.py){through}")
+    if bool(torch.isnan(out).any()):
+        raise UserError(f"{where}: {call} returned NaN logits on two validation examples, before any training "
+                        f"(a division by zero, or a log or sqrt of a non-positive number, in its forward){through}")
 
 
 CUT_BATCHES = "bAbI's task.trim_batches=true; its all-tasks mode always cuts"
