@@ -107,6 +107,16 @@ def with_adapters(spec: ModelSpec, adapters: dict[str, dict[str, Adapter]]) -> M
                    routes=routes)
 
 
+def _why_no_interface(spec: ModelSpec, adapters: dict[str, dict[str, Adapter]]) -> str:
+    """What a model that reads nothing lacks: a sequence core, or a shape adapter of a kind it trains."""
+    own = adapters.get(spec.shape, {})
+    if any(a.needs == "core" and INTERFACE_KIND[i] in spec.kinds for i, a in own.items()):
+        return (f"the {spec.shape} adapters of models/adapters.yaml need a sequence core (spec.core: module:Class), "
+                "or give readers of its own (spec.interfaces)")
+    return (f"no {spec.shape} adapter of models/adapters.yaml serves {'/'.join(spec.kinds)} tasks; give readers of "
+            "its own (spec.interfaces)")
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A model, the interfaces it reads (each with the class that builds it), and its kinds."""
@@ -274,6 +284,9 @@ class Registry:
                 raise UserError(f"{path}: shape '{spec.shape}' is not one of {', '.join(self.adapters)} "
                                 "(models/adapters.yaml)")
             models[spec.name] = with_adapters(spec, self.adapters)
+            if not models[spec.name].interfaces:
+                raise UserError(f"{path}: {spec.name} reads no interface, so it runs on no task: "
+                                f"{_why_no_interface(spec, self.adapters)}")
         self._tasks, self._models = tasks, models
 
     @property
@@ -353,7 +366,7 @@ class Registry:
             else:
                 why = f"no {model.shape} adapter reads {task.interface}"
             return Compatibility(
-                False, f"{model.name} reads {'/'.join(sorted(model.interfaces))}; {task.name} gives "
+                False, f"{model.name} reads {'/'.join(sorted(model.interfaces)) or 'nothing'}; {task.name} gives "
                        f"{task.interface} ({why})")
         return Compatibility(True, route=model.routes.get(task.interface, ""))
 

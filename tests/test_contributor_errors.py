@@ -312,3 +312,18 @@ def test_integer_or_nan_logits_are_refused_and_a_failing_adapted_model_points_at
     with pytest.raises(UserError, match=message):
         check_model_output(composed, SimpleNamespace(loaded=data, model=Returning(10, how)))
 
+
+NO_CORE = GRU.replace("  core: models.gru.core:GRUCore\n", "")
+
+
+@pytest.mark.parametrize(("gru", "message"), [
+    (NO_CORE, "gru.yaml: gru reads no interface, so it runs on no task: the recurrent adapters of "
+              "models/adapters.yaml need a sequence core (spec.core: module:Class)"),
+    (NO_CORE.replace("shape: recurrent", "shape: agent").replace("[supervised, rl]", "[supervised]"),
+     "gru.yaml: gru reads no interface, so it runs on no task: no agent adapter of models/adapters.yaml serves "
+     "supervised tasks"),
+])
+def test_a_model_that_reads_no_interface_is_an_error_naming_what_it_lacks(tmp_path, gru, message):
+    registry = project(tmp_path, gru=gru)
+    with pytest.raises(UserError, match=re.escape(message)):
+        registry.models  # noqa: B018
