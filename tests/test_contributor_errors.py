@@ -14,7 +14,7 @@ from torch import nn
 from harness.config import compose
 from harness.data import TaskData, TensorDictDataset
 from harness.errors import UserError
-from harness.registry import REGISTRY, Registry, _declared_in, load_entry
+from harness.registry import REGISTRY, ModelSpec, Registry, _declared_in, load_entry
 from harness.runners.launch import check_model_output
 from tests.conftest import ROOT
 
@@ -327,3 +327,48 @@ def test_a_model_that_reads_no_interface_is_an_error_naming_what_it_lacks(tmp_pa
     registry = project(tmp_path, gru=gru)
     with pytest.raises(UserError, match=re.escape(message)):
         registry.models  # noqa: B018
+
+
+class ToyCore(nn.Module):
+    """A sequence core as a contributor may get it wrong (``model.mistake``): another constructor, a config key
+    no file defines, no ``out_dim``."""
+
+    def __init__(self, cfg: object, info: object = None) -> None:
+        super().__init__()
+        mistake = str(cfg.mistake)  # type: ignore[attr-defined]
+        if mistake == "signature" and info is None:
+            raise TypeError("ToyCore.__init__() missing 1 required positional argument: 'info'")
+        self.in_dim = int(cfg.hiden_size if mistake == "typo" else cfg.hidden_size)  # type: ignore[attr-defined]
+        if mistake != "no_out_dim":
+            self.out_dim = self.in_dim
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return x[:, 0]
+
+
+@pytest.mark.parametrize(("mistake", "message"), [
+    ("signature", "TypeError: ToyCore.__init__() missing 1 required positional argument: 'info'"),
+    ("typo", "ConfigAttributeError: Key 'hiden_size' is not in struct"),
+    ("no_out_dim", "AttributeError: 'ToyCore' object has no attribute 'out_dim'"),
+])
+def test_a_core_that_cannot_be_built_is_one_line_before_the_run(mistake, message, toy_parity, monkeypatch, tmp_path,
+                                                                  capsys):
+    from harness.cli import main
+    from harness.registry import with_adapters
+
+    spec = ModelSpec(name="toy_core", title="", shape="recurrent", interfaces={}, kinds=("supervised",),
+                     core="tests.test_contributor_errors:ToyCore",
+                     config={"model": {"name": "toy_core", "hidden_size": 8, "mistake": "none"}},
+                     schema={"model.mistake": {"choices": ["none", "signature", "typo", "no_out_dim"]}})
+    monkeypatch.setitem(REGISTRY._extra_models, spec.name, with_adapters(spec, REGISTRY.adapters))
+    runs = tmp_path / "runs"
+    args = ["bench", "--task", toy_parity, "--model", "toy_core", "--profile", "smoke", "--runs-dir", str(runs)]
+    assert main([*args, "model.mistake=none"]) == 0  # the core as written trains
+    shutil.rmtree(runs)
+    capsys.readouterr()
+    assert main([*args, f"model.mistake={mistake}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: toy_core (models.adapters.sequence_readers:TokenSequenceModel) on task toy_parity "
+                          "could not be built: ") and err.count("\n") == 1, err
+    assert message in err and "builds its core (tests.test_contributor_errors:ToyCore) as Core(cfg.model)" in err
+    assert not runs.exists()

@@ -593,6 +593,8 @@ def build_model(composed: Composed, prepared: Prepared) -> None:
                 raise
             # data that breaks its interface's contract is named as such, not as the error of the reader it broke
             check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
+            if isinstance(exc, (TypeError, AttributeError)) and prepared.model is None:
+                raise _construction_error(composed, exc) from None
             if not isinstance(exc, KeyError):
                 raise
             # a reader looked up a size its task's info does not give
@@ -604,6 +606,20 @@ def build_model(composed: Composed, prepared: Prepared) -> None:
             raise UserError(f"{composed.model.name} ({entry}) needs info['{key}'] from task {composed.task.name}, "
                             f"whose load() gives info keys {', '.join(sorted(info)) or 'none'} "
                             f"({composed.task.entry}; harness/interfaces.py)") from None
+
+
+def _construction_error(composed: Composed, exc: Exception) -> UserError:
+    """A model (or its sequence core) whose constructor does not take what the harness hands it, reads a config key
+    that no file defines (OmegaConf's error is an AttributeError), or lacks an attribute the adapter reads
+    (``in_dim``, ``out_dim``): one line naming the class and what it is built from."""
+    entry = composed.model.interfaces[composed.task.interface]
+    said = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    core = composed.model.core if composed.task.interface in composed.model.adapted else ""
+    built = (f"it reads {composed.task.interface} through models/adapters.yaml, which builds its core "
+             f"({core}) as Core(cfg.model), with int attributes in_dim and out_dim" if core
+             else "a supervised reader is built as Class(cfg.model, info)")
+    return UserError(f"{composed.model.name} ({entry}) on task {composed.task.name} could not be built: {said}; "
+                     f"{built} (docs/contributing.md)")
 
 
 def check_model_output(composed: Composed, prepared: Prepared) -> None:
