@@ -372,3 +372,19 @@ def test_a_core_that_cannot_be_built_is_one_line_before_the_run(mistake, message
                           "could not be built: ") and err.count("\n") == 1, err
     assert message in err and "builds its core (tests.test_contributor_errors:ToyCore) as Core(cfg.model)" in err
     assert not runs.exists()
+
+
+def test_a_model_setting_that_does_not_suit_the_task_names_the_pair_file_to_set_it_in(monkeypatch, env, capsys):
+    from harness.cli import main
+    from harness.registry import with_adapters
+
+    spec = ModelSpec(name="toy_core", title="", shape="recurrent", interfaces={}, kinds=("supervised",),
+                     core="tests.test_contributor_errors:ToyCore",
+                     config={"model": {"name": "toy_core", "hidden_size": 8, "mistake": "none"}},
+                     schema={"model.mistake": {"choices": ["none"]}})
+    monkeypatch.setitem(REGISTRY._extra_models, spec.name, with_adapters(spec, REGISTRY.adapters))
+    assert main(["validate", "--task", "pathfinder", "--model", "toy_core", "--profile", "smoke"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: toy_core cannot be built from this config: model.patch_size (6) must divide the 32x32 "
+                   "image; set it for this pair in tasks/pathfinder/pairs/toy_core.yaml (config: {model: ...}, as "
+                   "tasks/pathfinder/pairs/ll_rnn.yaml does) or on the command line\n")

@@ -586,8 +586,8 @@ def build_model(composed: Composed, prepared: Prepared) -> None:
     else:
         try:
             build_before_start(composed, prepared)
-        except UserError:
-            raise
+        except UserError as exc:
+            raise _with_pair_file_hint(composed, exc) from None
         except Exception as exc:
             if prepared.loaded is None:
                 raise
@@ -606,6 +606,22 @@ def build_model(composed: Composed, prepared: Prepared) -> None:
             raise UserError(f"{composed.model.name} ({entry}) needs info['{key}'] from task {composed.task.name}, "
                             f"whose load() gives info keys {', '.join(sorted(info)) or 'none'} "
                             f"({composed.task.entry}; harness/interfaces.py)") from None
+
+
+def _with_pair_file_hint(composed: Composed, exc: UserError) -> UserError:
+    """A model setting that does not suit the task (the image adapter's ``model.patch_size`` on Pathfinder's 32x32
+    images) says where to set it for this pair alone when the pair has no pair file yet."""
+    said = str(exc)
+    task, model = composed.task, composed.model
+    if not said.startswith(f"{model.name} cannot be built from this config: model.") or task.source is None:
+        return exc
+    pair = task.source.parent / "pairs" / f"{model.name}.yaml"
+    if pair.exists():
+        return exc
+    others = sorted(pair.parent.glob("*.yaml"))
+    like = f", as {config_lib._rel(others[0])} does" if others else ""
+    return UserError(f"{said}; set it for this pair in {config_lib._rel(pair)} (config: {{model: ...}}{like}) or "
+                     "on the command line")
 
 
 def _construction_error(composed: Composed, exc: Exception) -> UserError:
