@@ -212,9 +212,17 @@ class ToyParity:
     """A generated ``sequence`` task whose ``load()`` breaks the interface's contract as ``task.broken`` says."""
 
     def __init__(self, cfg: object) -> None:
-        self.broken = str(cfg.task.broken)  # type: ignore[attr-defined]
+        self.cfg = cfg.task  # type: ignore[attr-defined]
+        self.broken = str(self.cfg.broken)
+        if self.broken == "init_typo":
+            self.cfg.brokn  # noqa: B018  a key no file defines
+
+    def describe_data(self) -> dict[str, str] | None:
+        return None if self.broken == "describe_none" else {"source": "toy", "fingerprint": self.broken}
 
     def load(self) -> object:
+        if self.broken == "load_typo":
+            self.cfg.n_tran  # noqa: B018
         tokens, length, target = torch.ones(8, 4, dtype=torch.long), torch.full((8,), 4), torch.arange(8) % 2
         info: dict[str, int] | None = {"max_len": 4, "vocab_size": 3, "num_classes": 2}
         if self.broken == "float_target":
@@ -239,7 +247,8 @@ def toy_parity(monkeypatch: pytest.MonkeyPatch) -> str:
                     entry="tests.test_contributor_errors:ToyParity",
                     config={"task": {"name": "toy_parity", "broken": "none"}},
                     schema={"task.broken": {"choices": ["none", "float_target", "column_target", "no_max_len",
-                                                        "info_none", "dict"]}})
+                                                        "info_none", "dict", "init_typo", "describe_none",
+                                                        "load_typo"]}})
     monkeypatch.setitem(REGISTRY._extra_tasks, spec.name, spec)
     return spec.name
 
@@ -388,3 +397,23 @@ def test_a_model_setting_that_does_not_suit_the_task_names_the_pair_file_to_set_
     assert err == ("error: toy_core cannot be built from this config: model.patch_size (6) must divide the 32x32 "
                    "image; set it for this pair in tasks/pathfinder/pairs/toy_core.yaml (config: {model: ...}, as "
                    "tasks/pathfinder/pairs/ll_rnn.yaml does) or on the command line\n")
+
+
+@pytest.mark.parametrize(("broken", "message"), [
+    ("init_typo", "task toy_parity (tests.test_contributor_errors:ToyParity) could not be built: ConfigAttributeError: "
+                  "Key 'brokn' is not in struct"),
+    ("describe_none", "could not be built: AttributeError: 'NoneType' object has no attribute 'get'; a task is "
+                      "built as Task(cfg)"),
+    ("load_typo", "task toy_parity (tests.test_contributor_errors:ToyParity): load() reads a config key that no file "
+                  "defines: Key 'n_tran' is not in struct"),
+])
+def test_a_task_that_cannot_be_built_or_misreads_its_config_is_one_line(broken, message, toy_parity, tmp_path,
+                                                                        capsys):
+    from harness.cli import main
+
+    runs = tmp_path / "runs"
+    code = main(["bench", "--task", toy_parity, "--model", "lstm", "--profile", "smoke", "--runs-dir", str(runs),
+                 f"task.broken={broken}"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert not runs.exists()

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from harness import config as config_lib
 from harness.config import Composed
@@ -540,7 +541,13 @@ def prepare_checked(composed: Composed) -> Prepared:
     data files checked: what ``bench`` and ``harness validate`` do first, before the data is loaded."""
     check_run_config(composed)
     warm_vector_math()  # before anything computes: two runs of one config agree bit for bit
-    prepared = prepare_task(composed)
+    try:
+        prepared = prepare_task(composed)
+    except (TypeError, AttributeError) as exc:  # the task's class does not take (cfg) or misreads it
+        said = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        raise UserError(f"task {composed.task.name} ({composed.task.entry}) could not be built: {said}; a task is "
+                        "built as Task(cfg), cfg the run config (its settings in cfg.task), and its describe_data(), "
+                        "if any, returns a dict with source, files and fingerprint (docs/contributing.md)") from None
     note_redundant_test_sources(composed)
     if composed.task.data_check:
         load_entry(composed.task.data_check)(composed.cfg.task)
@@ -590,6 +597,10 @@ def build_model(composed: Composed, prepared: Prepared) -> None:
             raise _with_pair_file_hint(composed, exc) from None
         except Exception as exc:
             if prepared.loaded is None:
+                if composed.kind == "supervised" and isinstance(exc, (ConfigAttributeError, ConfigKeyError)):
+                    said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    raise UserError(f"task {composed.task.name} ({composed.task.entry}): load() reads a config key "
+                                    f"that no file defines: {said}") from None
                 raise
             # data that breaks its interface's contract is named as such, not as the error of the reader it broke
             check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
