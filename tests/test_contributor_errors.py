@@ -229,6 +229,8 @@ class ToyParity:
             target = target.float()
         if self.broken == "column_target":
             target = target.unsqueeze(1)
+        if self.broken == "label_2":
+            target = target + 1  # 1..2 of 2 classes
         if self.broken == "no_max_len":
             del info["max_len"]  # type: ignore[union-attr]
         if self.broken == "info_none":
@@ -248,7 +250,7 @@ def toy_parity(monkeypatch: pytest.MonkeyPatch) -> str:
                     config={"task": {"name": "toy_parity", "broken": "none"}},
                     schema={"task.broken": {"choices": ["none", "float_target", "column_target", "no_max_len",
                                                         "info_none", "dict", "init_typo", "describe_none",
-                                                        "load_typo"]}})
+                                                        "load_typo", "label_2"]}})
     monkeypatch.setitem(REGISTRY._extra_tasks, spec.name, spec)
     return spec.name
 
@@ -261,6 +263,8 @@ def toy_parity(monkeypatch: pytest.MonkeyPatch) -> str:
                    "'sequence' task gives max_len, vocab_size, num_classes"),
     ("info_none", "task toy_parity: load() gave info as NoneType"),
     ("dict", "task toy_parity: load() returned dict; it returns harness.data.TaskData("),
+    ("label_2", "task toy_parity: the train split has labels 1..2, outside the task's 2 classes (0..1, "
+                "info['num_classes']): its data file is malformed, or its load() gives wrong targets or num_classes"),
 ])
 def test_a_task_whose_data_breaks_the_contract_is_one_line_before_the_run(broken, message, toy_parity, tmp_path,
                                                                           capsys):

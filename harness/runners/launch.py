@@ -321,9 +321,10 @@ def signals_deferred() -> Iterator[list[int]]:
             signal.signal(number, before)
 
 
-def check_targets(data: Any) -> None:
+def check_targets(data: Any, task: str = "") -> None:
     """Every split's labels are among the task's classes (``info["num_classes"]``): a label out of range (a
-    malformed data file) would otherwise stop the run with a traceback, after its directory exists."""
+    malformed data file, or a task whose targets or num_classes are wrong) would otherwise stop the run with a
+    traceback, after its directory exists."""
     from harness.data import TARGET
 
     if "num_classes" not in data.info:
@@ -332,8 +333,10 @@ def check_targets(data: Any) -> None:
     for name, split in named_splits(data).items():
         target = split.tensors[TARGET]  # [N]
         if len(target) and (int(target.min()) < 0 or int(target.max()) >= classes):
-            raise UserError(f"the {name} split has labels {int(target.min())}..{int(target.max())}, outside the "
-                            f"task's {classes} classes (0..{classes - 1}): its data file is malformed")
+            raise UserError(f"{f'task {task}: ' if task else ''}the {name} split has labels {int(target.min())}.."
+                            f"{int(target.max())}, outside the task's {classes} classes (0..{classes - 1}, "
+                            "info['num_classes']): its data file is malformed, or its load() gives wrong targets "
+                            "or num_classes")
 
 
 def _damaged_checkpoint(path: Path) -> str | None:
@@ -562,7 +565,7 @@ def build_and_check(composed: Composed, prepared: Prepared) -> None:
         build_model(composed, prepared)
     if prepared.loaded is not None:  # supervised single runs
         check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
-        check_targets(prepared.loaded)
+        check_targets(prepared.loaded, composed.task.name)
         if prepared.model is not None:
             check_model_output(composed, prepared)
 

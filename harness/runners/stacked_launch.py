@@ -317,7 +317,7 @@ class StackLaunch:
                 loaded[key] = data = prepared.task.load()
                 check_analysis_split(composed.cfg, data)
                 check_task_data(composed.task.name, composed.task.interface, data)
-                check_targets(data)
+                check_targets(data, composed.task.name)
             datas.append(loaded[key])
         check_same_shapes(list(loaded.values()))
         entry = self.todo[0][0].model.interfaces[self.todo[0][0].task.interface]
