@@ -89,7 +89,8 @@ def load_adapters(path: Path) -> dict[str, dict[str, Adapter]]:
             if unknown or entry.get("needs", "core") != "core":
                 raise UserError(f"{where}: unknown key(s) {', '.join(unknown) or 'needs'}")
             adapters.setdefault(str(shape), {})[interface] = Adapter(
-                shape=str(shape), interface=interface, entry=_require(entry, "entry", path),
+                shape=str(shape), interface=interface,
+                entry=_entry_form(_require(entry, "entry", path), f"{shape}.{interface}.entry", path),
                 route=_require(entry, "route", path), needs=entry.get("needs", ""),
                 config=entry.get("config") or {}, schema=entry.get("schema") or {})
     return adapters
@@ -194,6 +195,19 @@ def _check_sections(data: dict[str, Any], path: Path) -> None:
             raise UserError(f"{path}: '{section}' must be a mapping")
 
 
+def _entry_form(value: Any, key: str, path: Path, optional: bool = False) -> str:
+    """A spec's ``module:Name`` reference (``key`` names it in messages), checked for its form only: nothing is
+    imported until a run needs it (:func:`load_entry`), so a malformed one is caught by ``harness list`` too."""
+    text = "" if value is None else str(value)
+    if optional and not text:
+        return text
+    module, sep, attr = text.partition(":")
+    if not (sep and attr.isidentifier() and all(part.isidentifier() for part in module.split("."))):
+        raise UserError(f"{path}: spec.{key} '{text}' is not of the form 'package.module:Name' (e.g. "
+                        "models.lstm.model:LSTMModel)")
+    return text
+
+
 def task_spec_from_yaml(path: Path) -> TaskSpec:
     data = load_yaml_mapping(path)
     _check_sections(data, path)
@@ -210,10 +224,10 @@ def task_spec_from_yaml(path: Path) -> TaskSpec:
         title=spec.get("title", ""),
         interface=interface,
         kind=kind,
-        entry=_require(spec, "entry", path),
+        entry=_entry_form(_require(spec, "entry", path), "entry", path),
         paper=spec.get("paper", ""),
-        data_check=spec.get("data_check", ""),
-        describe=spec.get("describe", ""),
+        data_check=_entry_form(spec.get("data_check", ""), "data_check", path, optional=True),
+        describe=_entry_form(spec.get("describe", ""), "describe", path, optional=True),
         source=path,
         config=data.get("config") or {},
         profiles=data.get("profiles") or {},
@@ -241,10 +255,10 @@ def model_spec_from_yaml(path: Path) -> ModelSpec:
         name=_require(spec, "name", path),
         title=spec.get("title", ""),
         shape=spec.get("shape", "recurrent"),
-        interfaces=dict(interfaces),
+        interfaces={name: _entry_form(entry, f"interfaces.{name}", path) for name, entry in interfaces.items()},
         kinds=tuple(kinds),
         paper=spec.get("paper", ""),
-        core=spec.get("core", ""),
+        core=_entry_form(spec.get("core", ""), "core", path, optional=True),
         source=path,
         config=data.get("config") or {},
         profiles=data.get("profiles") or {},

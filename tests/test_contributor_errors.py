@@ -421,3 +421,20 @@ def test_a_task_that_cannot_be_built_or_misreads_its_config_is_one_line(broken, 
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and message in err, err
     assert not runs.exists()
+
+
+@pytest.mark.parametrize(("where", "old", "new", "message"), [
+    ("gru", "models.gru.core:GRUCore", "models.gru.core.GRUCore",
+     "gru.yaml: spec.core 'models.gru.core.GRUCore' is not of the form 'package.module:Name'"),
+    ("parity", "tasks.parity.task:ParityTask", "tasks/parity/task.py:ParityTask",
+     "task.yaml: spec.entry 'tasks/parity/task.py:ParityTask' is not of the form 'package.module:Name'"),
+])
+def test_a_malformed_entry_is_refused_when_the_registry_reads_it_before_anything_is_imported(tmp_path, where, old,
+                                                                                             new, message):
+    files = {"gru": GRU, "parity": PARITY}
+    files[where] = files[where].replace(old, new, 1)
+    assert files[where] != {"gru": GRU, "parity": PARITY}[where]
+    registry = project(tmp_path, **files)
+    with pytest.raises(UserError, match=re.escape(message)):
+        registry.models  # noqa: B018
+        registry.tasks  # noqa: B018
