@@ -312,3 +312,14 @@ def test_a_command_that_needs_a_completed_run_says_a_killed_one_resumes_with_its
     with pytest.raises(UserError) as caught:
         Run(elsewhere).completed_results("retested")
     assert "gone" not in str(caught.value)
+
+
+def test_a_summary_with_nothing_to_report_ends_at_the_wall_time(tmp_path):
+    from harness.runners.launch import _summary_line
+    from harness.runs import Run
+
+    base = {"status": "diverged", "task": "babi", "model": "lstm", "wall_time_s": 0.2}
+    assert _summary_line(Run(tmp_path), base).splitlines()[0] == "diverged: babi/lstm in 0 s"
+    rated = {**base, "status": "completed", "metrics": {"test/acc": 0.5}, "throughput": {"train/examples_per_s": 31}}
+    assert _summary_line(Run(tmp_path), rated).splitlines()[0] == ("completed: babi/lstm in 0 s: test/acc=0.5000  31 "
+                                                                   "train examples/s")

@@ -94,8 +94,9 @@ def _summary_line(run: Run, results: dict[str, Any]) -> str:
         rate_text = f"  {throughput['train/examples_per_s']:.0f} train examples/s"
     elif throughput.get("env_steps_per_s"):
         rate_text = f"  {results.get('env_steps', 0):,} env steps at {throughput['env_steps_per_s']:.0f}/s"
-    return (f"{results['status']}: {results['task']}/{results['model']} in {results['wall_time_s']:.0f} s: "
-            f"{shown}{rate_text}\n  {run.path}")
+    said = f"{shown}{rate_text}".strip()
+    return (f"{results['status']}: {results['task']}/{results['model']} in {results['wall_time_s']:.0f} s"
+            f"{f': {said}' if said else ''}\n  {run.path}")
 
 
 def check_run_config(composed: Composed) -> None:
