@@ -401,6 +401,14 @@ class Stop:
 STOP_KINDS = ("cap", "target", "epoch_limit", "patience", "iteration_limit")
 
 
+def _cap_stop(cap: object) -> Stop | None:
+    """The time cap ``cap`` (seconds) as a Stop: in minutes where it is a whole number of tenths of a minute
+    ("4.5-minute cap"), else in seconds ("430-second cap", not "7.16667-minute cap"); None where there is none."""
+    if not isinstance(cap, int | float) or isinstance(cap, bool) or not cap:
+        return None
+    return Stop("cap", f"{cap / 60:g}-minute cap" if float(cap) % 6 == 0 else f"{cap:g}-second cap")
+
+
 def _validation_steps(run: RunRecord) -> list[int]:
     """The optimiser step of each of a supervised run's validations (its curves' rows with the monitored metric),
     in order; empty where its curves or monitor are not at hand."""
@@ -451,7 +459,7 @@ def run_stop(run: RunRecord) -> Stop | None:
             or not isinstance(epochs, int) or not isinstance(best, dict):
         return None
     cap = cfg_get(run.config, "train.max_time_s")
-    at_cap = Stop("cap", f"{cap / 60:g}-minute cap") if isinstance(cap, int | float) and cap else None
+    at_cap = _cap_stop(cap)
     if at_cap and last_epoch_part(run) is not None:
         return at_cap
     monitor, value, best_epoch = best.get("metric"), best.get("value"), best.get("epoch")
@@ -483,7 +491,7 @@ def _stepwise_stop(run: RunRecord) -> Stop | None:
     if isinstance(iterations, int) and steps >= iterations:
         return Stop("iteration_limit", "its iteration limit")
     cap = cfg_get(run.config, "stepwise.max_time_s")
-    return Stop("cap", f"{cap / 60:g}-minute cap") if isinstance(cap, int | float) and cap else None
+    return _cap_stop(cap)
 
 
 def stop_rule(run: RunRecord) -> str | None:

@@ -674,3 +674,18 @@ def test_a_supervised_run_page_says_what_stopped_it(tmp_path: Path) -> None:
     assert _run_info(curriculum)["same_checkpoint"] is None and info[0]["same_checkpoint"] is None  # not capped
     assert _run_info(capped)["reproducible"] and info[0]["reproducible"]  # `harness reproduce` takes them
     assert not _run_info(curriculum)["reproducible"] and not info[1]["reproducible"]  # a curriculum; failed
+
+
+def test_a_time_cap_that_is_not_a_tenth_of_a_minute_is_said_in_seconds(tmp_path: Path) -> None:
+    """A cap of 430 s (the all-tasks TPR-RNN run's) reads "430-second cap", not "7.16667-minute cap"; caps in whole
+    tenths of a minute keep their minutes ("4.5-minute cap")."""
+    from reports.build import _run_info
+    from reports.store import load_store
+
+    write_run(tmp_path, "babi", "lstm", 0, metrics={"test/acc": 0.9})
+    capped = next(iter(load_store(tmp_path)))  # validated at steps 20 and 40
+    capped.config["train"].update({"early_stop_patience": None})
+    capped.results["steps"] = 30  # the cap came half-way through epoch 2, whose validation followed
+    for seconds, said in ((430, "430-second cap"), (270, "4.5-minute cap"), (600, "10-minute cap")):
+        capped.config["train"]["max_time_s"] = seconds
+        assert _run_info(capped)["stopped_by"] == said
