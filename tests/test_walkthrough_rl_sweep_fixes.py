@@ -40,6 +40,18 @@ def test_a_trial_larger_than_the_ray_session_is_refused_in_one_line(tmp_path, ca
     assert capsys.readouterr().err == ""
 
 
+def test_the_refusal_counts_the_remote_learners_cpus_it_adds(tmp_path):
+    """A remote learner (rl.num_learners) takes a CPU of the trial's placement group too; the line that refuses the
+    trial says so, so that its count adds up (1 + 2 runners + 1 learner = 4, not "1 plus one per env runner")."""
+    sweep = _sweep(tmp_path, RL + "overrides: [rl.num_env_runners=2, rl.num_learners=1]\n")
+    needs = {"cartpole/mlp_agent": sum(b["CPU"] for b in trial_bundles(sweep, "cartpole", "mlp_agent"))}
+    assert needs == {"cartpole/mlp_agent": 4.0}
+    with pytest.raises(UserError) as caught:
+        check_trial_cpus(sweep, needs, 2.0, cluster=False)
+    message = str(caught.value)
+    assert "needs 4 CPUs" in message and "one per remote learner" in message, message
+
+
 def test_the_space_s_env_runner_values_size_each_trial(tmp_path):
     sweep = _sweep(tmp_path, RL + "space:\n  rl.num_env_runners: {type: grid, values: [0, 3]}\n")
     choices = runner_choices(sweep)

@@ -299,7 +299,7 @@ def check_trial_cpus(sweep: Sweep, needs: dict[str, float], cpus: float, cluster
         return
     where = f"the Ray cluster at RAY_ADDRESS has {cpus:g} now" if cluster else f"the local Ray has {cpus:g}"
     problem = (f"sweep {sweep.name}: a trial of {cell} needs {most:g} CPUs (cpus_per_trial {sweep.cpus_per_trial:g} "
-               f"plus one per env runner, rl.num_env_runners) but {where}")
+               f"plus one per env runner, rl.num_env_runners, and one per remote learner, rl.num_learners) but {where}")
     if cluster:
         print(f"warning: {problem}; its trials wait until the cluster has grown that large", file=sys.stderr)
         return
