@@ -25,13 +25,19 @@ def _sweep(tmp_path: Path, text: str) -> object:
 RL = "name: s\ntask: cartpole\nmodels: [mlp_agent]\nprofile: smoke\n"
 
 
+def _cpu_refusal(sweep, cpus: int) -> tuple[dict[str, float], str]:
+    """The CPUs a cartpole/mlp_agent trial of ``sweep`` needs, and the line that refuses it on a local Ray of
+    ``cpus``."""
+    needs = {"cartpole/mlp_agent": sum(b["CPU"] for b in trial_bundles(sweep, "cartpole", "mlp_agent"))}
+    with pytest.raises(UserError) as caught:
+        check_trial_cpus(sweep, needs, float(cpus), cluster=False)
+    return needs, str(caught.value)
+
+
 def test_a_trial_larger_than_the_ray_session_is_refused_in_one_line(tmp_path, capsys):
     sweep = _sweep(tmp_path, RL + "overrides: [rl.num_env_runners=4]\n")
-    needs = {"cartpole/mlp_agent": sum(b["CPU"] for b in trial_bundles(sweep, "cartpole", "mlp_agent"))}
+    needs, message = _cpu_refusal(sweep, 2)
     assert needs == {"cartpole/mlp_agent": 5.0}
-    with pytest.raises(UserError) as caught:
-        check_trial_cpus(sweep, needs, 2.0, cluster=False)
-    message = str(caught.value)
     assert "\n" not in message and "needs 5 CPUs" in message and "the local Ray has 2" in message
     # a cluster may grow (an autoscaler): a warning line, not a refusal
     check_trial_cpus(sweep, needs, 4.0, cluster=True)
@@ -44,11 +50,8 @@ def test_the_refusal_counts_the_remote_learners_cpus_it_adds(tmp_path):
     """A remote learner (rl.num_learners) takes a CPU of the trial's placement group too; the line that refuses the
     trial says so, so that its count adds up (1 + 2 runners + 1 learner = 4, not "1 plus one per env runner")."""
     sweep = _sweep(tmp_path, RL + "overrides: [rl.num_env_runners=2, rl.num_learners=1]\n")
-    needs = {"cartpole/mlp_agent": sum(b["CPU"] for b in trial_bundles(sweep, "cartpole", "mlp_agent"))}
+    needs, message = _cpu_refusal(sweep, 2)
     assert needs == {"cartpole/mlp_agent": 4.0}
-    with pytest.raises(UserError) as caught:
-        check_trial_cpus(sweep, needs, 2.0, cluster=False)
-    message = str(caught.value)
     assert "needs 4 CPUs" in message and "one per remote learner" in message, message
 
 
