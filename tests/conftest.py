@@ -3,17 +3,24 @@ command line run as a subprocess the way a user runs it."""
 
 from __future__ import annotations
 
+import atexit
 import csv
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("HARNESS_DATA_DIR", ROOT.parent / "shared" / "data")).resolve()
+if "HARNESS_DATA_DIR" not in os.environ and not SHARED_DATA.is_dir():
+    # a clone without the real data staged beside it: an empty data folder, in which the tasks generate their data
+    # and the tests that need real files skip (requires_real_babi)
+    SHARED_DATA = Path(tempfile.mkdtemp(prefix="harness-tests-no-data-"))
+    atexit.register(shutil.rmtree, SHARED_DATA, True)
 
 os.environ["WANDB_MODE"] = "disabled"
 

@@ -13,7 +13,7 @@ import pytest
 from harness.cli import main
 from harness.runners.predictions import FOLDER, predict_run, read_predictions
 from reports.build import main as build_report
-from tests.conftest import SHARED_DATA, only_run
+from tests.conftest import SHARED_DATA, only_run, requires_real_babi
 
 FLOAT32 = 1e-6  # the run stores its metrics as float32
 BABI = ["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "task.source=generator"]
@@ -86,6 +86,7 @@ def test_predict_refuses_runs_it_cannot_predict(env, tmp_path, capsys):
     assert main(["predict", run.name, "--runs-dir", str(Path(tmp_path / "elsewhere"))]) == 2
 
 
+@requires_real_babi
 def test_predict_refuses_data_that_changed_since_the_run_scored_it(env, tmp_path, monkeypatch, capsys):
     """Predictions of other data than the run's figures measured would stand beside figures they do not explain:
     a test file edited after training is named, and the stored predictions are left as they were."""

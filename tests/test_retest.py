@@ -50,6 +50,7 @@ def test_retest_on_official_files_equals_testing_on_them_from_the_start(env, tmp
     assert sum(row["split"] == "test_files" for row in rows) == summary["test_files"]["examples"] == 1000
 
 
+@requires_real_babi
 def test_retest_refuses_a_run_without_a_checkpoint(env, tmp_path):
     runs = tmp_path / "runs"
     assert main([*SMOKE, "--runs-dir", str(runs)]) == 0
