@@ -548,7 +548,7 @@ def prepare_checked(composed: Composed) -> Prepared:
     try:
         prepared = prepare_task(composed)
     except (TypeError, AttributeError) as exc:  # the task's class does not take (cfg) or misreads it
-        said = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        said = _exception_line(exc)
         raise UserError(f"task {composed.task.name} ({composed.task.entry}) could not be built: {said}; a task is "
                         "built as Task(cfg), cfg the run config (its settings in cfg.task), and its describe_data(), "
                         "if any, returns a dict with source, files and fingerprint (docs/contributing.md)") from None
@@ -623,6 +623,17 @@ def build_model(composed: Composed, prepared: Prepared) -> None:
                             f"({composed.task.entry}; harness/interfaces.py)") from None
 
 
+def _exception_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+def _adapted_core(composed: Composed) -> str:
+    """The sequence core (``module:Class``) through which the model reads the task's interface, or "" where it
+    reads it with a reader of its own."""
+    return composed.model.core if composed.task.interface in composed.model.adapted else ""
+
+
 def _with_pair_file_hint(composed: Composed, exc: UserError) -> UserError:
     """A model setting that does not suit the task (the image adapter's ``model.patch_size`` on Pathfinder's 32x32
     images) says where to set it for this pair alone when the pair has no pair file yet."""
@@ -644,8 +655,8 @@ def _construction_error(composed: Composed, exc: Exception) -> UserError:
     that no file defines (OmegaConf's error is an AttributeError), or lacks an attribute the adapter reads
     (``in_dim``, ``out_dim``): one line naming the class and what it is built from."""
     entry = composed.model.interfaces[composed.task.interface]
-    said = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-    core = composed.model.core if composed.task.interface in composed.model.adapted else ""
+    said = _exception_line(exc)
+    core = _adapted_core(composed)
     built = (f"it reads {composed.task.interface} through models/adapters.yaml, which builds its core "
              f"({core}) as Core(cfg.model), with int attributes in_dim and out_dim" if core
              else "a supervised reader is built as Class(cfg.model, info)")
@@ -676,7 +687,7 @@ def check_model_output(composed: Composed, prepared: Prepared) -> None:
     entry = composed.model.interfaces[composed.task.interface]
     where = f"{composed.model.name} ({entry}) on task {composed.task.name}"
     call = f"model({', '.join(inputs)})"
-    core = composed.model.core if composed.task.interface in composed.model.adapted else ""
+    core = _adapted_core(composed)
     through = (f"; it reads {composed.task.interface} through models/adapters.yaml, so check its core "
                f"({core}): core(x [B, T, in_dim], mask [B, T]) -> [B, out_dim] float") if core else ""
     with torch.random.fork_rng(devices=[]), torch.no_grad():
@@ -684,7 +695,7 @@ def check_model_output(composed: Composed, prepared: Prepared) -> None:
         try:
             out = checked(**inputs)
         except Exception as exc:  # noqa: BLE001  the model's own error, reported as one line
-            said = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            said = _exception_line(exc)
             if cut and _runs(checked, padded):
                 raise UserError(f"{where}: {call} raised {said} on a batch cut to its longest story, where the padded "
                                 f"batch runs: the model reads a fixed number of statements, so it trains on padded "
