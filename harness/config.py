@@ -321,10 +321,11 @@ def _types(defined: dict[str, Any], schema: dict[str, dict[str, Any]],
 
 
 def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str, KeyType],
-                     given_in: str = "command line", kind: str | None = None) -> dict[str, Any]:
+                     given_in: str = "command line", task: TaskSpec | None = None) -> dict[str, Any]:
     """``overrides`` (``key=value``) applied to ``tree``, each value checked against its key's type; an error names
-    where the overrides were given (``given_in``: the command line, or a sweep file). With the run's ``kind``, a
-    key of a section only another kind of run has (``train.max_epochs`` on a stepwise task) is named as such."""
+    where the overrides were given (``given_in``: the command line, or a sweep file). With the run's ``task``, a
+    key of a section only another kind of run has (``train.max_epochs`` on a stepwise task) is named as such, and
+    a key the model reads under other task interfaces only is refused (:func:`_check_read_under`)."""
     for item in overrides:
         if "=" not in item:
             raise UserError(f"bad override '{item}': expected key=value, e.g. optim.lr=3e-4")
@@ -332,7 +333,7 @@ def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str
         key = key.strip().lstrip("+")
         parsed = _parse_override(item, key, raw, given_in)
         if not _has_path(tree, key):
-            raise UserError(f"unknown config key '{key}'{_other_kind_hint(key, tree, kind)}"
+            raise UserError(f"unknown config key '{key}'{_other_kind_hint(key, tree, task)}"
                             f"{suggest_key(key, _all_keys(tree))}")
         if key in SET_BY_HARNESS:
             raise UserError(f"'{key}' is set by the harness, not by an override")
@@ -341,6 +342,8 @@ def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str
             new_value = new_value[part]  # type: ignore[index]
         if key in types:
             check_value(key, new_value, types[key], f" ({given_in})")
+            if task is not None:
+                _check_read_under(key, types[key], task)
         tree = _set_path(tree, key, new_value)
     return tree
 
@@ -348,12 +351,13 @@ def _apply_overrides(tree: dict[str, Any], overrides: list[str], types: dict[str
 KIND_WORDS = {"supervised": "supervised", "rl": "RL", "stepwise": "stepwise"}  # a run kind as a sentence names it
 
 
-def _other_kind_hint(key: str, tree: dict[str, Any], kind: str | None) -> str:
+def _other_kind_hint(key: str, tree: dict[str, Any], task: TaskSpec | None) -> str:
     """For a key whose section this run lacks but another kind of run has: ': section S configures K runs, and
     this is a <kind> run (its sections: ...)'; otherwise ''."""
     section = key.split(".")[0]
-    if kind is None or section in tree:
+    if task is None or section in tree:
         return ""
+    kind = task.kind
     owners = [KIND_WORDS[other] for other, sections in KIND_SECTIONS.items() if section in sections and other != kind]
     if not owners:
         return ""
@@ -436,21 +440,18 @@ def _compose_tree(task_name: str, model_name: str, profile: str, overrides: list
         layers.append((f"{spec_where} profiles.{profile}", profiles.get(profile) or {}, serves))
     for where, layer, serves in layers:
         tree = _merge(tree, _for_kind(layer, kind, where, serves), where)
-    tree = _apply_overrides(tree, list(overrides), types, given_in, kind)
-    _check_read_under(task, overrides, types)
+    tree = _apply_overrides(tree, list(overrides), types, given_in, task)
     return tree, types, task, model
 
 
-def _check_read_under(task: TaskSpec, overrides: list[str], types: dict[str, KeyType]) -> None:
+def _check_read_under(key: str, kind: KeyType, task: TaskSpec) -> None:
     """An override of a key the model reads under other task interfaces only (its schema's ``interfaces``, e.g.
     ``model.chunk_size`` of a sequence reader on a stream task) is refused: it would change nothing but the run id."""
-    for item in overrides:
-        key = item.partition("=")[0].strip().lstrip("+")
-        read_under = types[key].interfaces if key in types else None
-        if read_under is not None and task.interface not in read_under:
-            named = ", ".join(read_under[:-1]) + (" or " if len(read_under) > 1 else "") + read_under[-1]
-            raise UserError(f"'{key}' is read only on {named} tasks, and {task.name} is a "
-                            f"{task.interface} task: setting it would change the run id and nothing else")
+    read_under = kind.interfaces
+    if read_under is not None and task.interface not in read_under:
+        named = ", ".join(read_under[:-1]) + (" or " if len(read_under) > 1 else "") + read_under[-1]
+        raise UserError(f"'{key}' is read only on {named} tasks, and {task.name} is a "
+                        f"{task.interface} task: setting it would change the run id and nothing else")
 
 
 def _check_leaves(node: Any, types: dict[str, KeyType], where: str) -> None:
@@ -489,7 +490,7 @@ def recompose(stored: dict[str, Any], overrides: list[str], registry: Registry =
     commands that reuse a trained run, such as ``harness retest``)."""
     task_name, model_name = str(stored["task"]["name"]), str(stored["model"]["name"])
     _, types, task, model = _compose_tree(task_name, model_name, str(stored.get("profile", "cpu")), [], registry)
-    tree = _apply_overrides(copy.deepcopy(stored), list(overrides), types, kind=task.kind)
+    tree = _apply_overrides(copy.deepcopy(stored), list(overrides), types, task=task)
     cfg = OmegaConf.create(tree)
     OmegaConf.set_struct(cfg, True)
     return Composed(cfg=cfg, task=task, model=model)
