@@ -17,7 +17,9 @@ command from ``checkpoints/last.ckpt``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
 import io
 import json
 import math
@@ -26,7 +28,7 @@ import re
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -201,6 +203,29 @@ class Run:
             elif path.is_dir() and not any(path.iterdir()):
                 path.rmdir()
         return kept
+
+
+@contextlib.contextmanager
+def holding_run(run: Run, doing: str) -> Iterator[None]:
+    """Hold a run's folder for the block, with the exclusive ``flock`` a training of it holds
+    (:func:`harness.runners.launch.claim_run`; the kernel lets go when the process ends, however it ends): a command
+    that reads a run and writes it back (retest, predict) then never writes an old record over a training started
+    meanwhile (``bench --force``), nor does a training start under it. A one-line UserError when another process
+    holds it; a file system without locks is used as before."""
+    from harness.errors import UserError
+
+    handle = os.open(run.path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(f"{run.path.name} cannot be {doing} now: another process holds it (a bench command "
+                            "training it, or a retest or predict of it); run this again once it has ended") from None
+        except OSError:  # no locks here
+            pass
+        yield
+    finally:
+        os.close(handle)
 
 
 def store_named_as(given: bool) -> str:

@@ -39,7 +39,7 @@ from harness.config import Composed
 from harness.data import TARGET, TaskData, TensorDictDataset
 from harness.errors import UserError
 from harness.registry import load_entry
-from harness.runs import Run, atomic_write, atomic_write_text
+from harness.runs import Run, atomic_write, atomic_write_text, default_runs_dir, holding_run
 
 FOLDER = "predictions"
 TABLE = "predictions.csv.gz"
@@ -179,7 +179,16 @@ def read_predictions(folder: Path) -> list[dict[str, Any]]:
 
 
 def predict_run(name: str, runs_dir: Path | None = None) -> dict[str, Any]:
-    """``harness predict RUN``: write the predictions of a completed run of the store from its checkpoint."""
+    """``harness predict RUN``: write the predictions of a completed run of the store from its checkpoint, with the
+    run's folder held (:func:`harness.runs.holding_run`): no training of it starts meanwhile."""
+    from harness.publish import find_run
+
+    with holding_run(find_run(name, runs_dir or default_runs_dir()), "predicted"):
+        return _predict_held(name, runs_dir)
+
+
+def _predict_held(name: str, runs_dir: Path | None) -> dict[str, Any]:
+    """:func:`predict_run` once the run's folder is held."""
     from harness.runners.retest import reload_run
 
     run, results, composed, _, data = reload_run(name, [], runs_dir, "predicted", own_data=True)

@@ -34,7 +34,7 @@ from harness.registry import REGISTRY, load_entry
 from harness.runners.build import Prepared, prepare_task
 from harness.runners.predictions import evaluated_count, load_trained_model
 from harness.runners.supervised import intact_checkpoint
-from harness.runs import Run, default_runs_dir, now_iso
+from harness.runs import Run, default_runs_dir, holding_run, now_iso
 from harness.vector_math import warm_vector_math
 
 REWRITE = " (the bench command that trained it writes it again)"  # launch.restore_config
@@ -220,6 +220,13 @@ def retest(name: str, overrides: list[str], runs_dir: Path | None = None) -> dic
             pass  # one not found or not completed: the settings are wrong whatever it is
         raise UserError(f"retest changes the test data only: {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} "
                         f"not a test setting ({', '.join(TEST_SETTINGS)}); what the run trained on stays as it was")
+    with holding_run(find_run(name, runs_dir or default_runs_dir()), "retested"):
+        return _retest_held(name, overrides, runs_dir)
+
+
+def _retest_held(name: str, overrides: list[str], runs_dir: Path | None) -> dict[str, float]:
+    """:func:`retest` once the run's folder is held: its results are read, scored and written back while no other
+    command can train it afresh or write it."""
     run, results, composed, prepared, data = reload_run(name, overrides, runs_dir, "retested")
     reported = {key.split("/")[0] for key in results.get("metrics") or {}}
     new = {f"test_{n}": split for n, split in data.extra_test.items() if f"test_{n}" not in reported}
