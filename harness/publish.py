@@ -16,15 +16,24 @@ published: completed ones, and diverged ones (a model that does not train stably
 matrix reports); publishing a run again replaces its earlier copy. The members of a stack (``bench --seeds``)
 are published together: a run whose results.json names a stack member that is neither published with it nor
 already in the store is refused.
+
+A publication is all or nothing, also when it is killed: the runs are copied into a staging folder beside the
+store (``.publish-*``), which is then marked ready, and each run is swapped into place (the copy it replaces
+moved aside first, never deleted before the new one is in); a publication killed after the mark is finished by
+the next ``harness publish`` to the same store, one killed before it is discarded.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import glob
 import gzip
 import json
+import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +50,9 @@ KEPT_FILES = ("results.json", "config.yaml", "rollout.csv")  # rollout.csv: step
 GZIPPED_FILES = ("metrics.csv",)  # kept as <name>.gz
 KEPT_FOLDERS = ("analysis", "predictions", "pictures")
 PUBLISHABLE = ("completed", "diverged")
+STAGING_PREFIX = ".publish-"
+STAGED, REPLACED = "new", "old"  # in a staging folder: the copies to publish, the copies they replaced
+DESTINATION, READY = "to", "ready"  # in a staging folder: the store it publishes to; the mark that it is whole
 
 
 @dataclass(frozen=True)
@@ -173,43 +185,119 @@ def check_not_in_place(checked: list[tuple[Run, dict]], results_dir: Path) -> No
 
 def publish(names: list[str], runs_dir: Path | None = None, results_dir: Path = RESULTS_DIR,
             budget: int = BUDGET_BYTES) -> list[Published]:
-    """Copy the named runs into ``results_dir``; all or nothing. A run named twice is published once; a run
-    whose config.yaml does not parse or whose metrics.csv is empty, a member of a stack named without the rest of
-    its stack (:func:`check_whole_stacks`), a run published onto itself (:func:`check_not_in_place`), or a
-    ``results_dir`` that cannot be written, is refused before anything is copied."""
+    """Copy the named runs into ``results_dir``; all or nothing, also when killed (see the module docstring). A run
+    named twice is published once; a run whose config.yaml does not parse or whose metrics.csv is empty, a member
+    of a stack named without the rest of its stack (:func:`check_whole_stacks`), a run published onto itself
+    (:func:`check_not_in_place`), or a ``results_dir`` that cannot be written, is refused before anything is
+    copied."""
     runs_dir = runs_dir or default_runs_dir()
+    finish_interrupted(results_dir)
     runs = distinct_runs(names, runs_dir)
     checked = [(run, check_publishable(run)) for run in runs]
     check_whole_stacks(checked, results_dir)
     check_not_in_place(checked, results_dir)
     check_destination(results_dir)
-    staged: list[tuple[Run, dict, Path]] = []
-    staging = Path(tempfile.mkdtemp(prefix=".publish-", dir=results_dir.parent))
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=results_dir.parent))
     try:
-        for run, results in checked:
-            target = staging / str(results["task"]) / str(results["model"]) / str(results["run_id"])
-            _copy_kept(run.path, target)
-            stages = run.path / "stages"
-            if stages.is_dir():
-                for stage in sorted(p for p in stages.iterdir() if p.is_dir()):
-                    _copy_kept(stage, target / "stages" / stage.name)
-            staged.append((run, results, target))
-        replaced = sum(store_size(results_dir / t.relative_to(staging)) for _, _, t in staged)
-        total = store_size(results_dir) - replaced + store_size(staging)
-        if total > budget:
-            raise UserError(f"publishing would make {results_dir} {total / 2**20:.1f} MiB, over its budget of "
-                            f"{budget / 2**20:.0f} MiB; publish fewer runs or drop analysis files")
-        published = []
-        for _, results, target in staged:
-            final = results_dir / target.relative_to(staging)
-            if final.exists():
-                shutil.rmtree(final)
-            final.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(target), final)
-            published.append(Published(str(results["run_id"]), final, store_size(final)))
-        return published
+        with _held(staging):
+            (staging / DESTINATION).write_text(str(results_dir.resolve()) + "\n", encoding="utf-8")
+            staged = _stage(checked, staging / STAGED)
+            replaced = sum(store_size(results_dir / target.relative_to(staging / STAGED)) for _, target in staged)
+            total = store_size(results_dir) - replaced + store_size(staging / STAGED)
+            if total > budget:
+                raise UserError(f"publishing would make {results_dir} {total / 2**20:.1f} MiB, over its budget of "
+                                f"{budget / 2**20:.0f} MiB; publish fewer runs or drop analysis files")
+            (staging / READY).touch()
+            published = []
+            for results, target in staged:
+                final = _swap_in(staging, target, results_dir)
+                published.append(Published(str(results["run_id"]), final, store_size(final)))
+            return published
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _stage(checked: list[tuple[Run, dict]], folder: Path) -> list[tuple[dict, Path]]:
+    """Copy what is kept of each run (and of its curriculum stages) to ``folder/<task>/<model>/<run_id>``."""
+    staged = []
+    for run, results in checked:
+        target = folder / str(results["task"]) / str(results["model"]) / str(results["run_id"])
+        _copy_kept(run.path, target)
+        stages = run.path / "stages"
+        if stages.is_dir():
+            for stage in sorted(p for p in stages.iterdir() if p.is_dir()):
+                _copy_kept(stage, target / "stages" / stage.name)
+        staged.append((results, target))
+    return staged
+
+
+def _swap_in(staging: Path, target: Path, results_dir: Path) -> Path:
+    """Put one staged run in place in ``results_dir``: the copy it replaces is first moved aside into the staging
+    folder (renames both: the store lacks the run only between them), so a kill never leaves the store without
+    it for longer. Returns the run's path in the store."""
+    relative = target.relative_to(staging / STAGED)
+    final = results_dir / relative
+    if final.exists():
+        aside = staging / REPLACED / relative
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(final, aside)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(target, final)
+    return final
+
+
+@contextlib.contextmanager
+def _held(folder: Path) -> Iterator[bool]:
+    """An exclusive ``flock`` on ``folder`` for the block (the kernel lets go when the process ends, however it
+    ends); yields whether it was taken (False: another process holds it; a file system without locks: True)."""
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        except OSError:  # no locks here
+            pass
+        yield True
+    finally:
+        os.close(handle)
+
+
+def finish_interrupted(results_dir: Path) -> list[Path]:
+    """Finish the publications into ``results_dir`` that were killed part-way (their staging folders beside it, no
+    longer held by a live process): one marked ready has its remaining runs swapped into place; one killed while
+    copying is discarded (nothing of it had reached the store). One line each; returns the runs put in place."""
+    placed: list[Path] = []
+    if not results_dir.parent.is_dir():
+        return placed
+    for staging in sorted(results_dir.parent.glob(f"{STAGING_PREFIX}*")):
+        if not staging.is_dir() or _destination(staging) != results_dir.resolve():
+            continue
+        with _held(staging) as free:
+            if not free:
+                continue  # a publication in progress
+            finished = _finish_one(staging, results_dir) if (staging / READY).exists() else None
+        shutil.rmtree(staging, ignore_errors=True)
+        if finished is not None:
+            placed += finished
+            print(f"finished a publication to {results_dir} that was stopped part-way ({len(finished)} more run(s) "
+                  "put in place)", flush=True)
+    return placed
+
+
+def _destination(staging: Path) -> Path | None:
+    """The store a staging folder publishes to, or None (unreadable, or a folder of an older harness)."""
+    try:
+        return Path((staging / DESTINATION).read_text(encoding="utf-8").strip())
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _finish_one(staging: Path, results_dir: Path) -> list[Path]:
+    """Swap the runs a ready staging folder still holds into place."""
+    return [_swap_in(staging, target, results_dir)
+            for target in sorted((staging / STAGED).glob("*/*/*")) if target.is_dir()]
 
 
 def describe(published: list[Published], results_dir: Path = RESULTS_DIR) -> str:
