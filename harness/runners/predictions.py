@@ -135,13 +135,21 @@ def write_predictions(run: Run, composed: Composed, data: TaskData, model: torch
                               "reported_acc": reported.get(f"{split}/acc")}
         rows += group_rows
         rendered += _render_wrong(group_composed, group_data, wrong_ids, group_rows)
-    folder = run.path / FOLDER
+    _write_files(run.path / FOLDER, rows, summary, rendered)
+    return summary
+
+
+def _write_files(folder: Path, rows: list[tuple[str, int, int, int, int]], summary: dict[str, Any],
+                 rendered: list[dict[str, Any]]) -> None:
+    """The folder's files, ``summary.json`` last and removed first: a write stopped part-way (a kill) leaves no
+    summary, which reads as predictions missing (the bench command says so, ``harness predict`` writes them), never
+    a summary beside a table or wrong answers of another write."""
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / SUMMARY).unlink(missing_ok=True)
     _write_table(folder / TABLE, rows)
-    atomic_write_text(folder / SUMMARY, json.dumps(summary, indent=2) + "\n")
     if rendered:
         atomic_write_text(folder / WRONG, json.dumps(rendered, indent=2) + "\n")
-    return summary
+    atomic_write_text(folder / SUMMARY, json.dumps(summary, indent=2) + "\n")
 
 
 def _write_table(path: Path, rows: list[tuple[str, int, int, int, int]]) -> None:
