@@ -53,6 +53,18 @@ def check_data_dir() -> None:
         raise UserError(f"HARNESS_DATA_DIR={value} is not a folder; point it at the folder holding the datasets "
                         "or unset it to use ./data and the generators")
     check_writable_folder(cache_dir(), "HARNESS_CACHE_DIR" if "HARNESS_CACHE_DIR" in os.environ else "cache folder")
+    remove_cache_leftovers()
+
+
+def remove_cache_leftovers() -> None:
+    """Delete what killed writes of generated data left in the cache folder (its atomic writes' temporary files,
+    as large as the data: nothing else ever removes them), with one line saying so."""
+    from harness.runs import remove_stale_temporaries
+
+    removed = remove_stale_temporaries(cache_dir())
+    if removed:
+        print(f"{shown_path(cache_dir())}: removed {len(removed)} temporary file(s) left by killed writes of "
+              f"generated data ({', '.join(sorted(path.name for path in removed))})", flush=True)
 
 
 def _creation_refused(start: Path) -> str | None:

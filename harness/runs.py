@@ -62,6 +62,7 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        _lock_while_open(fd)  # :func:`remove_stale_temporaries` leaves a file being written alone
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file ordinary permissions
         with os.fdopen(fd, "wb") as handle:
             write(handle)
@@ -75,6 +76,50 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write(path, lambda handle: handle.write(text.encode()))
+
+
+def _lock_while_open(fd: int) -> None:
+    """An exclusive ``flock`` on an open file, let go when it is closed (a file system without locks: none)."""
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+STALE_TEMPORARY_S = 60.0  # a temporary file untouched this long, which no process holds, was left by a kill
+
+
+def remove_stale_temporaries(folder: Path, older_than_s: float = STALE_TEMPORARY_S) -> list[Path]:
+    """Delete the temporary files that killed :func:`atomic_write` calls left anywhere under ``folder`` (a shared
+    one, such as the cache of generated data, where several processes may write at once): those no process is
+    writing (a writer holds a lock on its file) and unchanged for ``older_than_s`` seconds. Returns them."""
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    for parent, _, files in os.walk(folder):
+        for name in files:
+            path = Path(parent, name)
+            if is_atomic_temporary(path) and _stale(path, older_than_s):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
+
+
+def _stale(path: Path, older_than_s: float) -> bool:
+    """Whether a temporary file is unchanged for ``older_than_s`` seconds and no process holds its lock."""
+    try:
+        if datetime.now(UTC).timestamp() - path.stat().st_mtime < older_than_s:
+            return False
+        handle = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:  # no locks here: its age decides
+        return True
+    finally:
+        os.close(handle)
+    return True
 
 
 @dataclass
