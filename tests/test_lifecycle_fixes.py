@@ -262,7 +262,7 @@ def test_a_run_another_command_is_training_is_refused_before_it_writes(env, tmp_
         assert main(args) == 2
         assert capsys.readouterr().err.strip() == (
             f"error: run {composed.run_id} is being trained by another process (the same config, started moments "
-            "before); wait for it or stop it")
+            "before), or retested or predicted; wait for it or stop it")
         assert not list(folder.iterdir())
     finally:
         os.close(holder)

@@ -843,7 +843,7 @@ def claim_run(run: Run, composed: Composed, force: bool) -> bool:
         if os.environ.get(WAIT_FOR_RUN) != "1":
             os.close(handle)
             raise UserError(f"run {composed.run_id} is being trained by another process (the same config, started "
-                            "moments before); wait for it or stop it") from None
+                            "moments before), or retested or predicted; wait for it or stop it") from None
         print(f"run {composed.run_id} is being trained by another trial (the sweep drew its config twice); "
               "waiting for it", flush=True)
         fcntl.flock(handle, fcntl.LOCK_EX)
