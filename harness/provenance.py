@@ -224,10 +224,10 @@ def code_files(root: Path = PROJECT_ROOT) -> dict[str, str]:
     return files
 
 
-def snapshot_code(root: Path = PROJECT_ROOT) -> None:
+def snapshot_code(root: Path = PROJECT_ROOT) -> dict[str, str]:
     """Digest the project files imported so far, as they are now (a run calls it before training): an edit made
-    while the run trains then does not pass for the code it ran."""
-    code_files(root)
+    while the run trains then does not pass for the code it ran. Returns them, as :func:`code_files`."""
+    return code_files(root)
 
 
 def edited_since_loaded(loaded: dict[str, str], root: Path = PROJECT_ROOT) -> list[str]:

@@ -50,8 +50,10 @@ from harness.paths import check_writable_folder
 from harness.provenance import (
     attempt_record,
     code_files,
+    code_status,
     edited_since_loaded,
     fingerprint,
+    recorded_files,
     run_code_status,
     snapshot_code,
 )
@@ -265,11 +267,36 @@ def _start(run: Run, composed: Composed, prepared: Prepared, previous: dict[str,
         summary = {"task": cfg.task.name, "model": cfg.model.name, "profile": cfg.profile, "seed": int(cfg.seed)}
         results = new_results(composed.run_id, summary, started)
     results["data"] = {"fingerprint": prepared.data.get("fingerprint"), "files": prepared.data.get("files") or {}}
+    record_started_code(results, composed)
     if prepared.data.get("source") and not results.get("data_source"):
         results["data_source"] = prepared.data["source"]
     config_lib.save(cfg, run.config_path)
     run.write_results(results)
     return results
+
+
+def record_started_code(results: dict[str, Any], composed: Composed) -> None:
+    """The code this attempt loaded, recorded as it starts (and again as it ends, :func:`_finish`): an attempt that is
+    killed leaves its code on record, which :func:`refuse_mixed_code` compares with the code that would resume it."""
+    files = snapshot_run_code(composed)
+    results["code"] = {"fingerprint": fingerprint(files), "files": files}
+    attempts = results.get("attempts")
+    if isinstance(attempts, list) and attempts and isinstance(attempts[-1], dict):
+        attempts[-1]["code"] = results["code"]["fingerprint"]
+
+
+def refuse_mixed_code(composed: Composed, previous: dict[str, Any] | None) -> None:
+    """An unfinished run whose last attempt ran code that has changed since (a file that computes the run edited, and
+    not carried over as computing nothing differently, ``harness carry``) is not resumed: its numbers would come
+    from two versions of the code while it records one, and it would read as fresh. A UserError naming the files,
+    before the run is written."""
+    if previous is None or previous.get("status") == "completed":
+        return
+    changed = code_status(recorded_files(previous)).stale
+    if changed:
+        raise UserError(f"run {previous.get('run_id')} is unfinished and its last attempt ran code that has changed "
+                        f"since ({', '.join(changed)}): resuming would train one run with two versions of the code; "
+                        f"put that code back to resume it, or {force_hint('trains it afresh with this code')}")
 
 
 @contextmanager
@@ -888,6 +915,7 @@ def _launch(composed: Composed, force: bool, runs_dir: Path | None) -> int:
         return 0
     remove_leftover_temporaries(run)
     previous = _existing(run, force, composed)
+    refuse_mixed_code(composed, previous)
 
     results = _start(run, composed, prepared, previous)
     previous_wall = float(results.get("wall_time_s") or 0.0)
@@ -968,12 +996,12 @@ def runner_modules(composed: Composed) -> list[str]:
     return modules
 
 
-def snapshot_run_code(composed: Composed) -> None:
+def snapshot_run_code(composed: Composed) -> dict[str, str]:
     """Import the run's runners, then digest every project file loaded (:func:`harness.provenance.snapshot_code`):
-    the run records the code it loaded, also when a file is edited while it trains."""
+    the run records the code it loaded, also when a file is edited while it trains. Returns the digests."""
     for module in runner_modules(composed):
         importlib.import_module(module)
-    snapshot_code()
+    return snapshot_code()
 
 
 def _train(cfg: Any, composed: Composed, prepared: Prepared, run: Run, tracker: Tracker,

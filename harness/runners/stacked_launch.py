@@ -57,6 +57,7 @@ from harness.runners.launch import (
     diverged_advice,
     open_tracker,
     record_progress,
+    refuse_mixed_code,
     refused_when_too_large,
     release_claims,
     remove_leftover_temporaries,
@@ -352,6 +353,8 @@ class StackLaunch:
         for _, _, run in self.todo:
             remove_leftover_temporaries(run)
         previous = [_existing(run, self.force, composed) for composed, _, run in self.todo]
+        for (composed, _, _), prev in zip(self.todo, previous, strict=True):
+            refuse_mixed_code(composed, prev)
         records = [_start(run, composed, prepared, prev)
                    for (composed, prepared, run), prev in zip(self.todo, previous, strict=True)]
         walls = [float(r.get("wall_time_s") or 0.0) for r in records]

@@ -1,0 +1,47 @@
+"""A run killed part-way, then resumed after a file that computes it was edited, trained one run with two versions of
+the code while it recorded only the second (a killed attempt recorded none) and read as fresh. Each attempt now
+records its code as it starts, and the resume is refused in one line while that code has changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli import main
+from harness.runners import launch as launch_module
+
+BENCH = ["bench", "--task", "listops", "--model", "lstm", "--profile", "smoke", "train.max_epochs=1",
+         "train.limit_train_batches=1"]
+
+
+def test_a_killed_attempt_leaves_its_code_on_record(env: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    on_disk: dict[str, Any] = {}  # results.json while the run trains: what a kill (SIGKILL) would leave
+    train = launch_module._train
+
+    def reading(*args: Any) -> dict[str, Any]:
+        on_disk.update(args[3].read_results())
+        return train(*args)
+
+    monkeypatch.setattr(launch_module, "_train", reading)
+    assert main(BENCH) == 0
+    assert on_disk["status"] == "running" and "harness/runners/supervised.py" in on_disk["code"]["files"]
+    assert on_disk["attempts"][-1]["code"] == on_disk["code"]["fingerprint"]
+
+
+def test_an_unfinished_run_of_changed_code_is_not_resumed(env: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(BENCH) == 0
+    (path,) = Path(env["HARNESS_RUNS_DIR"]).glob("*/*/*/results.json")
+    results = json.loads(path.read_text())
+    results["status"] = "running"  # killed; its attempt ran a supervised.py other than today's
+    results["code"]["files"]["harness/runners/supervised.py"] = "0" * 16
+    path.write_text(json.dumps(results))
+    before = path.read_bytes()
+    capsys.readouterr()
+    assert main(BENCH) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "its last attempt ran code that has changed since " \
+        "(harness/runners/supervised.py)" in err and "--force" in err, err
+    assert path.read_bytes() == before
