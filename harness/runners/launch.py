@@ -259,6 +259,7 @@ def _start(run: Run, composed: Composed, prepared: Prepared, previous: dict[str,
     if previous is not None:  # resuming an unfinished run
         results = previous
         attempts = results.get("attempts") if isinstance(results.get("attempts"), list) else []
+        close_killed_attempts(attempts)
         attempt = attempt_record(started)
         results.update(status="running", error=None, attempts=[*attempts, attempt], owner=owner_record(),
                        finished_at=None, git=attempt["git"], versions=attempt["versions"],
@@ -273,6 +274,18 @@ def _start(run: Run, composed: Composed, prepared: Prepared, previous: dict[str,
     config_lib.save(cfg, run.config_path)
     run.write_results(results)
     return results
+
+
+KILLED = "killed: its process ended before it stored a status"
+
+
+def close_killed_attempts(attempts: list[Any]) -> None:
+    """Mark the earlier attempts a resumed run's record still says are ``running`` as ``interrupted``: their process
+    was killed (this one holds the run's folder, so none of them runs it now), and the run page listed them as
+    running beside the attempt that completed the run."""
+    for attempt in attempts:
+        if isinstance(attempt, dict) and attempt.get("status") == "running":
+            attempt.update(status="interrupted", error=KILLED)
 
 
 def record_started_code(results: dict[str, Any], composed: Composed) -> None:

@@ -1,6 +1,7 @@
-"""A run killed part-way, then resumed after a file that computes it was edited, trained one run with two versions of
-the code while it recorded only the second (a killed attempt recorded none) and read as fresh. Each attempt now
-records its code as it starts, and the resume is refused in one line while that code has changed."""
+"""What a resumed run's record says about the attempts before it. A run killed part-way, then resumed after a file
+that computes it was edited, trained one run with two versions of the code while it recorded only the second (a
+killed attempt recorded none) and read as fresh: each attempt now records its code as it starts, and the resume is
+refused in one line while that code has changed. A killed attempt is closed when the run resumes."""
 
 from __future__ import annotations
 
@@ -45,3 +46,19 @@ def test_an_unfinished_run_of_changed_code_is_not_resumed(env: Any, capsys: pyte
     assert err.count("\n") == 1 and "its last attempt ran code that has changed since " \
         "(harness/runners/supervised.py)" in err and "--force" in err, err
     assert path.read_bytes() == before
+
+
+def test_a_killed_attempt_is_closed_when_the_run_resumes(env: Any) -> None:
+    """An attempt killed (SIGKILL) stayed ``running`` in the record for good, and the run page listed it so beside
+    the attempt that completed the run."""
+    from harness.runners.launch import KILLED
+
+    assert main(BENCH) == 0
+    (path,) = Path(env["HARNESS_RUNS_DIR"]).glob("*/*/*/results.json")
+    results = json.loads(path.read_text())
+    results["status"] = results["attempts"][-1]["status"] = "running"  # as a kill leaves them
+    results["owner"]["pid"] = 2**22 + 1  # a process that is gone
+    path.write_text(json.dumps(results))
+    assert main(BENCH) == 0
+    attempts = json.loads(path.read_text())["attempts"]
+    assert [(a["status"], a.get("error")) for a in attempts] == [("interrupted", KILLED), ("completed", None)]
