@@ -8,6 +8,7 @@ each cell's config with every value the space can take at its ends.
 
 from __future__ import annotations
 
+import collections.abc
 import fnmatch
 import itertools
 import math
@@ -34,6 +35,31 @@ RESERVED_SPACE_KEYS = ("seed", "tracking.group", "tracking.tags")  # set per tri
 
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that names one key twice (PyYAML keeps the last value silently: a
+    second ``models:`` line would drop the first's models from the sweep)."""
+
+
+def _construct_unique_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    """The mapping of ``node``; a ConstructorError at the second occurrence of a key (merge keys ``<<`` aside)."""
+    first_lines: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, collections.abc.Hashable):  # construct_mapping refuses it itself
+            continue
+        if key in first_lines:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{key!r} is given twice (first at line {first_lines[key] + 1}); YAML would keep only "
+                "the last", key_node.start_mark)
+        first_lines[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
 
 
 @dataclass
@@ -65,7 +91,7 @@ def load_sweep(path: Path) -> Sweep:
     if not path.is_file():
         raise UserError(f"no sweep file {path}{_sweep_file_hint(path)}")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=UniqueKeyLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
