@@ -93,6 +93,8 @@ def _check_seed_overrides(overrides: list[str], seeds: set[int], flag: str) -> N
 
 
 def _seed_list(text: str) -> list[int]:
+    from harness.config import max_seed
+
     if not text.strip():
         raise UserError("--seeds is empty; give e.g. 0,1,2")
     parts = [part.strip() for part in text.split(",")]
@@ -105,6 +107,9 @@ def _seed_list(text: str) -> list[int]:
     negative = [seed for seed in seeds if seed < 0]
     if negative:  # as the config's seed range (harness/schema.yaml) says, before any config is composed
         raise UserError(f"--seeds {text}: a seed is an integer >= 0, got {', '.join(map(str, negative))}")
+    too_large = [seed for seed in seeds if seed > max_seed()]
+    if too_large:
+        raise UserError(f"--seeds {text}: a seed is at most {max_seed()}, got {', '.join(map(str, too_large))}")
     repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
     if repeated:  # said before any config is composed
         raise UserError(f"--seeds {text} repeats {', '.join(map(str, repeated))}: give each seed once")

@@ -90,6 +90,12 @@ def _harness_schema() -> dict[str, dict[str, Any]]:
     return {key: parse_entry(key, entry, where) for key, entry in _read(SCHEMA_FILE).items()}
 
 
+def max_seed() -> int:
+    """The largest seed a run takes (``seed``'s ``max`` in harness/schema.yaml): for the seed lists of ``--seeds``
+    and sweep files, refused before any config is composed."""
+    return int(_harness_schema()["seed"]["max"])
+
+
 def _rel(path: Path | None) -> str:
     if path is None:
         return "registered spec"

@@ -116,7 +116,8 @@ def _runs(choices: tuple[Any, ...]) -> list[str]:
 
 
 def _num(value: float) -> str:
-    return f"{value:g}"
+    """A bound as a message shows it: an int in full (a seed's 2147483647, not 2.14748e+09), a float short."""
+    return str(value) if isinstance(value, int) else f"{value:g}"
 
 
 def _type_name(value: Any) -> str | None:

@@ -228,7 +228,8 @@ MISTAKES: list[Mistake] = [
     Mistake("no --model", ("bench", "--task", "babi"), "the following arguments are required: --model"),
     Mistake("--seed not a number", (*BABI, "--seed", "abc"), "invalid int value: 'abc'"),
     Mistake("unknown command", ("frobnicate",), "invalid choice: 'frobnicate'"),
-    Mistake("negative seed", (*BABI, "--seed", "-1"), "bad value for 'seed' (command line): -1 is not an int >= 0"),
+    Mistake("negative seed", (*BABI, "--seed", "-1"),
+            "bad value for 'seed' (command line): -1 is not an int in [0, 2147483647]"),
     # overrides ------------------------------------------------------------------------------------------
     Mistake("unknown key", (*BABI, "optim.lrr=1"), "unknown config key 'optim.lrr' (did you mean 'optim.lr'?)"),
     Mistake("unknown section", (*BABI, "nonsense.key=1"), "unknown config key 'nonsense.key'"),

@@ -22,6 +22,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from harness import PROJECT_ROOT
+from harness.config import max_seed
 from harness.errors import UserError, did_you_mean
 
 SPACE_TYPES = ("grid", "choice", "uniform", "loguniform", "randint")
@@ -209,6 +210,8 @@ def _sweep_rest_problem(data: dict[str, Any]) -> str | None:
     seeds = data.get("seeds", [0])
     if not isinstance(seeds, list) or not seeds or not all(_is_int(s) and s >= 0 for s in seeds):
         return f"'seeds' must be a non-empty list of non-negative integers, not {seeds!r}"
+    if max(seeds) > max_seed():
+        return f"'seeds' holds {max(seeds)}; a seed is at most {max_seed()}"
     if len(set(seeds)) < len(seeds):
         return f"'seeds' lists a seed twice: {seeds!r}"
     overrides = data.get("overrides", [])
