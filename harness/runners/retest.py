@@ -118,6 +118,8 @@ def reload_run(name: str, overrides: list[str], runs_dir: Path | None, doing: st
         check_same_data(run, (results.get("data") or {}) if own_data else recorded_data or {}, prepared.data, doing)
     if composed.task.data_check:  # the data files' own checks, as bench runs them before it loads the data
         load_entry(composed.task.data_check)(composed.cfg.task)
+    if not own_data and recorded_data is None:  # a retest: its split is encoded as the run's data encodes it
+        check_same_files(run, results.get("data") or {}, prepared.data, doing)  # (vocabulary, padded sizes)
     return run, results, composed, prepared, prepared.task.load()
 
 
@@ -133,6 +135,21 @@ def check_same_data(run: Run, recorded: dict[str, Any], now: dict[str, Any], doi
     what = (f"{changed[0]}{f' and {len(changed) - 1} more files' if len(changed) > 1 else ''} "
             f"{'differ' if len(changed) > 1 else 'differs'} from what it measured" if changed
             else f"fingerprint {found}, where it measured {then}")
+    raise UserError(f"{run.path.name} cannot be {doing}: its data changed since it was scored ({what}); put back "
+                    "the data it used, or train a run on this data")
+
+
+def check_same_files(run: Run, recorded: dict[str, Any], now: dict[str, Any], doing: str) -> None:
+    """A UserError unless every data file the run read (``files`` of its data record, ``recorded``) that the
+    command reads again (``now``) holds what it held: a retest's split is encoded with the vocabulary and padded
+    sizes of the run's own data, so a training file edited since would score the model on inputs it never saw
+    encoded so, and store that figure beside the run's. New files (the split the retest adds) are not compared."""
+    old, new = recorded.get("files") or {}, now.get("files") or {}
+    changed = sorted(path for path in old if path in new and new[path] != old[path])
+    if not changed:
+        return
+    what = (f"{changed[0]}{f' and {len(changed) - 1} more files' if len(changed) > 1 else ''} "
+            f"{'differ' if len(changed) > 1 else 'differs'} from what it trained and was tested on")
     raise UserError(f"{run.path.name} cannot be {doing}: its data changed since it was scored ({what}); put back "
                     "the data it used, or train a run on this data")
 
