@@ -293,10 +293,13 @@ def check_named_store(path: Path | None, flag: str) -> None:
 
 def check_store_root(path: Path | None, named_as: str) -> None:
     """A one-line UserError when a store the user named holds no ``<task>/<model>/<run_id>/results.json`` but is
-    a folder inside a store (a task's, a model's or a run's): its runs would be left out without a word.
+    a folder inside a store (a task's, a model's or a run's): its runs would be left out without a word; or when it
+    is a file (``HARNESS_RUNS_DIR`` set to one listed no runs, as if the store were empty).
     ``named_as``: how the user named it, with its separator (``"--runs-dir "``, ``"HARNESS_RUNS_DIR="``)."""
     from harness.errors import UserError
 
+    if path is not None and Path(path).exists() and not Path(path).is_dir():  # no run can ever be stored there
+        raise UserError(f"{named_as}{path} is a file, not a run store folder")
     if path is None or not Path(path).is_dir() or next(Path(path).glob("*/*/*/results.json"), None):
         return
     for depth, what in enumerate(_LEVELS):
