@@ -1,5 +1,7 @@
-"""A seed numpy cannot take (2**32 and above; harness/schema.yaml allows up to 2**31 - 1, room for a curriculum's
-stage offsets) is refused in one line wherever seeds are given, instead of a traceback from seed_everything."""
+"""Bounds of harness/schema.yaml that keep a run from crashing: a seed numpy cannot take (2**32 and above; up to
+2**31 - 1 is allowed, room for a curriculum's stage offsets) is refused in one line wherever seeds are given, instead
+of a traceback from seed_everything; a thread count far past any machine's cores, instead of a crash as torch starts
+them."""
 
 from pathlib import Path
 
@@ -40,3 +42,14 @@ def test_a_sweep_file_seed_above_the_bound_is_refused(tmp_path: Path):
 
 def test_bounds_read_as_written():
     assert (_num(2147483647), _num(100), _num(0.5), _num(1e-8)) == ("2147483647", "100", "0.5", "1e-08")
+
+
+@pytest.mark.parametrize("key", ["train.threads", "stepwise.threads"])
+def test_a_thread_count_no_machine_starts_is_refused(key):
+    from harness.config import key_types
+
+    task, model = ("babi", "lstm") if key.startswith("train") else ("lstm_recall", "stream_lstm")
+    with pytest.raises(UserError, match=rf"bad value for '{key}' \(command line\): 100000 is not an int in "
+                                        r"\[1, 1024\] \(or null\)"):
+        compose(task, model, "smoke", [f"{key}=100000"])
+    assert key_types(task, model)[key].maximum == 1024
