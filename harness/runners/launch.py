@@ -586,7 +586,8 @@ def prepare_checked(composed: Composed) -> Prepared:
     check_run_config(composed)
     warm_vector_math()  # before anything computes: two runs of one config agree bit for bit
     try:
-        prepared = prepare_task(composed)
+        with refused_when_too_large(composed):  # a task may build tables of its size (Game of Life: its cells)
+            prepared = prepare_task(composed)
     except (TypeError, AttributeError) as exc:  # the task's class does not take (cfg) or misreads it
         said = _exception_line(exc)
         raise UserError(f"task {composed.task.name} ({composed.task.entry}) could not be built: {said}; a task is "
