@@ -250,6 +250,7 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
         raise UserError(f"{results['run_id']} is itself in {runs_dir}: its command composes the same run; "
                         f"reproduce it into another store (--runs-dir), or retrain it with --force: "
                         f"{with_options(chosen.rebuilt.command, ['--force'])}")
+    check_same_data_now(stored, results, chosen.rebuilt)
     print(f"{results['run_id']} (trained on {processor(machine(results))}): {chosen.what}", flush=True)
     if chosen.caveat:
         print(f"  the figures may differ: {chosen.caveat}", flush=True)
@@ -283,6 +284,22 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
                              machine(now), cpu_relation(machine(results), machine(now)), now, git_info())
         print(f"recorded in {append(results_dir, check)}")
     return 0 if figures and all(figure.equal for figure in figures) else 1
+
+
+def check_same_data_now(stored: Path, results: dict[str, Any], rebuilt: Rebuilt) -> None:
+    """A UserError unless the data the rebuilt command would read now has the fingerprint the stored run recorded
+    (``data`` in its results.json): other data gives the command another run id, so it would train a run that is
+    not the one to compare (and leave it in the store) before saying there is nothing to compare."""
+    from harness.config import compose
+    from harness.runners.build import prepare_task
+    from harness.runners.retest import check_same_data
+    from harness.runs import Run
+
+    args = rebuilt.bench_args
+    overrides = args[args.index("--") + 1:] if "--" in args else []
+    composed = compose(str(results["task"]), str(results["model"]), str(results["profile"]),
+                       [f"seed={int(results['seed'])}", *overrides])
+    check_same_data(Run(stored), results.get("data") or {}, prepare_task(composed).data, "reproduced")
 
 
 def verdict(figures: list[Figure], stored_on: dict[str, Any], now_on: dict[str, Any]) -> str:
