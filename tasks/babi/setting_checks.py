@@ -22,10 +22,11 @@ from harness.paths import cache_dir, shown_path
 
 
 def check_settings(task_cfg: Any) -> None:
-    """The run's settings (:func:`check_trim_batches`) and the cached generated files it would read
-    (:func:`check_generated_files`)."""
+    """The run's settings (:func:`check_trim_batches`), the cached generated files it would read
+    (:func:`check_generated_files`) and the official files it would pick (:func:`check_official_files`)."""
     check_trim_batches(task_cfg)
     check_generated_files(task_cfg)
+    check_official_files(task_cfg)
 
 
 def check_trim_batches(task_cfg: Any) -> None:
@@ -45,16 +46,37 @@ def generated_folder(task_cfg: Any) -> Path:
     return cache_dir() / "babi" / f"generated-s{int(task_cfg.generator_seed)}-{sizes}-{generator_code_digest()}"
 
 
-def generated_task_ids(task_cfg: Any) -> list[int]:
-    """The tasks whose generated files the run reads: the run's task (all 20 with ``babi_id=all``) when it trains
-    or tests on the generator (``source``, ``auto`` as resolved here, or ``test_on``)."""
+def single_tasks(task_cfg: Any) -> list[Any]:
+    """A :class:`tasks.babi.task.BabiTask` for each task the run reads (all 20 with ``babi_id=all``)."""
     from tasks.babi.joint import single_task_config
     from tasks.babi.task import BabiTask
 
     ids = range(1, 21) if str(task_cfg.babi_id) == "all" else [int(task_cfg.babi_id)]
     run_cfg = OmegaConf.create({"task": OmegaConf.to_container(task_cfg, resolve=True)})
-    tasks = [BabiTask(single_task_config(run_cfg, babi_id)) for babi_id in ids]
-    return [task.babi_id for task in tasks if "generator" in (task.resolve_source(), *task.test_sources())]
+    return [BabiTask(single_task_config(run_cfg, babi_id)) for babi_id in ids]
+
+
+def check_official_files(task_cfg: Any) -> None:
+    """A UserError when the folder the run reads a task's official files from holds more than one file that could
+    be one of its splits (``qa{N}_*_{split}.txt``, e.g. a renamed copy beside the original): the first in name
+    order would be read without a word."""
+    for task in single_tasks(task_cfg):
+        if "files" not in (task.resolve_source(), *task.test_sources()):
+            continue
+        found = task._official_files()
+        for split, path in (found[0] if found else {}).items():
+            matches = sorted(path.parent.glob(f"qa{task.babi_id}_*{split}.txt"))
+            if len(matches) > 1:
+                names = ", ".join(match.name for match in matches)
+                raise UserError(f"{shown_path(path.parent)} holds {len(matches)} files that could be task "
+                                f"{task.babi_id}'s {split} split ({names}); keep one of them there")
+
+
+def generated_task_ids(task_cfg: Any) -> list[int]:
+    """The tasks whose generated files the run reads: the run's task (all 20 with ``babi_id=all``) when it trains
+    or tests on the generator (``source``, ``auto`` as resolved here, or ``test_on``)."""
+    return [task.babi_id for task in single_tasks(task_cfg)
+            if "generator" in (task.resolve_source(), *task.test_sources())]
 
 
 def question_count(path: Path) -> int:
