@@ -48,3 +48,17 @@ def test_files_the_run_does_not_read_are_not_judged(folder):
     check_settings(task_cfg(source="generator"))
     with pytest.raises(UserError, match="could be task 1's test split"):
         check_settings(task_cfg(source="generator", test_on=["files"]))
+
+
+def test_en_valid_10k_without_its_validation_file_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "data" / "babi" / "en-valid-10k"
+    folder.mkdir(parents=True)
+    for split, seed in (("train", 1), ("test", 2)):
+        (folder / f"qa1_{split}.txt").write_text("".join(generate_stories(1, 20, seed)))
+    with pytest.raises(UserError, match=r"en-valid-10k has no qa1_valid.txt: en-valid-10k's validation split is its "
+                                        r"own file"):
+        check_settings(task_cfg(data_set="en-valid-10k"))
+    (folder / "qa1_valid.txt").write_text("".join(generate_stories(1, 10, 3)))
+    check_settings(task_cfg(data_set="en-valid-10k"))

@@ -59,11 +59,17 @@ def single_tasks(task_cfg: Any) -> list[Any]:
 def check_official_files(task_cfg: Any) -> None:
     """A UserError when the folder the run reads a task's official files from holds more than one file that could
     be one of its splits (``qa{N}_*_{split}.txt``, e.g. a renamed copy beside the original): the first in name
-    order would be read without a word."""
+    order would be read without a word; or, for ``en-valid-10k``, lacks the task's validation file: the run would
+    hold out training stories instead, without a word."""
     for task in single_tasks(task_cfg):
         if "files" not in (task.resolve_source(), *task.test_sources()):
             continue
         found = task._official_files()
+        if found and task.cfg.data_set == "en-valid-10k" and "valid" not in found[0]:
+            folder = shown_path(found[0]["test"].parent)
+            raise UserError(f"{folder} has no qa{task.babi_id}_valid.txt: en-valid-10k's validation split is its own "
+                            "file (without it the run would hold out training stories instead); put it back, or set "
+                            "task.data_set=en-10k")
         for split, path in (found[0] if found else {}).items():
             matches = sorted(path.parent.glob(f"qa{task.babi_id}_*{split}.txt"))
             if len(matches) > 1:
