@@ -232,11 +232,15 @@ class Run:
         return leftovers
 
     def remove(self) -> None:
+        """Delete the run's folder, its ``results.json`` first: a process killed part-way leaves a folder without a
+        record (an unfinished run the same command trains afresh), never a record of files that are gone."""
+        self.results_path.unlink(missing_ok=True)
         shutil.rmtree(self.path, ignore_errors=True)
 
     def clear(self, keep: str = KEPT) -> list[Path]:
         """Delete the run's files except those whose name contains ``keep`` (files set aside as damaged, which
-        are never deleted); returns the files kept."""
+        are never deleted), its ``results.json`` first (as :meth:`remove`); returns the files kept."""
+        self.results_path.unlink(missing_ok=True)
         kept = [path for path in self.path.rglob(f"*{keep}*") if path.is_file()]
         if not kept:
             self.remove()
