@@ -103,6 +103,28 @@ def test_edits_chain(project: Project) -> None:
     assert len(code_status({FILE: first}, project.root).carried) == 2
 
 
+@pytest.mark.parametrize("anchored", [True, False])
+def test_a_file_carried_once_is_carried_again_by_a_run_reproduced_under_its_digest(project: Project,
+                                                                                    anchored: bool) -> None:
+    """RUN recorded the file at ``first``; a bit-for-bit check under ``second`` carried it over the first edit. That
+    check shows the code at ``second`` computes RUN's figures, so RUN, checked again under ``third``, shows the
+    second edit too. A check under ``second`` that did not come back bit for bit shows nothing."""
+    first, second = project.digests[0], project.edit("second words")
+    third = project.edit("third words")
+    checks = [project.check(RUN, second), project.check(RUN, third)]
+    if not anchored:
+        checks[0]["equal"] = 2
+    project.write("reproductions.json", checks)
+    project.write("code_changes.json", [project.change(first, second), project.change(second, third)])
+    problems = check_all(project.root)
+    if anchored:
+        assert problems == [] and project.stale(first) == []
+        assert len(code_status({FILE: first}, project.root).carried) == 2
+    else:
+        assert any("was not trained on the code before the change" in line for line in problems), problems
+        assert project.stale(first) == [FILE]
+
+
 def test_a_malformed_record_is_one_line(project: Project) -> None:
     (project.results / "code_changes.json").write_text('[{"what": "x"}]')
     project.edit("new words")
