@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from harness import PROJECT_ROOT
@@ -548,6 +548,24 @@ def config_hash(cfg: DictConfig) -> str:
             del node[leaf]
     text = OmegaConf.to_yaml(cfg, resolve=True, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def drop_redundant_test_sources(cfg: DictConfig) -> list[str]:
+    """Leave out of ``cfg`` a ``task.test_on`` source that is the one the run trains on (``task.source``, once the
+    task has resolved ``auto``), and a ``task.test_sets`` object set that is its ``task.train_set`` (the Relations
+    Game): neither adds a test split (its test split is the run's own ``test/``), and kept it would give the same
+    run a second run id. Returns a note for each one left out."""
+    notes = []
+    task = cfg.task
+    for key, trained, what in (("test_on", "source", "data"), ("test_sets", "train_set", "object set")):
+        value, listed = task.get(trained), task.get(key)
+        if value is None or not listed or value not in listed:
+            continue
+        with open_dict(cfg):
+            task[key] = [item for item in listed if item != value]
+        notes.append(f"task.{key} names {value}, the {what} this run trains on; its test split is the run's own "
+                     "test/ metrics, so it is left out of the run's config (and its run id)")
+    return notes
 
 
 def run_id(cfg: DictConfig) -> str:

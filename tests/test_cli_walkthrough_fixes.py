@@ -302,8 +302,11 @@ def test_a_list_of_the_wrong_items_is_described_as_the_list_it_should_be(env, ca
 def test_test_on_naming_the_training_source_is_noted_and_unknown_sources_refused(env, capsys):
     babi = ["validate", "--task", "babi", "--model", "tpr_rnn", "--profile", "smoke", "task.source=generator"]
     assert main([*babi, "task.test_on=[generator]"]) == 0
+    captured = capsys.readouterr()
     assert ("note: task.test_on names generator, the data this run trains on; its test split is the run's own test/ "
-            "metrics, so it adds nothing") in capsys.readouterr().err
+            "metrics, so it is left out of the run's config (and its run id)") in captured.err
+    assert main(babi) == 0
+    assert capsys.readouterr().out.splitlines()[0] == captured.out.splitlines()[0]  # the same run id
     assert main([*babi, "task.test_on=[generatr]"]) == 2
     assert _one_error_line(capsys).endswith("'generatr' is not one of files, generator")
     listops = ["validate", "--task", "listops", "--model", "transformer", "--profile", "smoke"]

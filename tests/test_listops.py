@@ -24,7 +24,14 @@ from tasks.listops.evaluate import (
     evaluate_ids,
     evaluate_tokens,
 )
-from tasks.listops.generator import Settings, Uniforms, generate, generate_splits, generate_tree
+from tasks.listops.generator import (
+    Settings,
+    Uniforms,
+    distinct_trees,
+    generate,
+    generate_splits,
+    generate_tree,
+)
 from tasks.listops.reader import read_file, tokenize
 from tasks.listops.task import ListOpsTask
 from tests.conftest import SHARED_DATA, only_run
@@ -143,6 +150,15 @@ def test_impossible_settings_are_refused():
 
 
 # the readers --------------------------------------------------------------------------------------------------
+def test_windows_with_too_few_distinct_trees_are_refused_before_drawing():
+    with pytest.raises(UserError, match="no tree has a length strictly between task.min_length \\(1\\)"):
+        generate(10, 0, Settings(min_length=1, max_length=4))  # no tree has 2 or 3 tokens
+    with pytest.raises(UserError, match="only 400 distinct trees have a length"):
+        generate(401, 0, Settings(min_length=3, max_length=5, max_depth=2, max_args=2))  # [op d d]: 4 x 10 x 10
+    Settings(min_length=3, max_length=5).check_count(400)  # as many as there are: drawn until found
+    assert distinct_trees(3, 2, 12).tolist() == [0, 10, 0, 0, 400, 0, 0, 32_000, 0, 0, 640_000, 0]
+
+
 def test_reader_reads_lra_files_with_crlf_lines(tmp_path: Path):
     path = tmp_path / "basic_test.tsv"
     path.write_bytes(b"Source\tTarget\r\n( ( ( [SM 6 ) 5 ) ] )\t1\r\n( ( ( [MAX 2 ) 9 ) ] )\t9\r\n")

@@ -97,3 +97,34 @@ def test_retest_refuses_a_damaged_mini_set_in_one_line(env, tmp_path: Path, monk
                  "--runs-dir", str(runs)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "mini_between_hexos.npz: unreadable array in the archive" in err, err
+
+
+@requires_real_babi
+def test_a_run_whose_data_files_are_gone_says_so_not_what_training_would_do(env, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch,
+                                                                             capsys: pytest.CaptureFixture[str]):
+    """A run trained on the official files, retested or predicted after they went: the files are named with what
+    helps; not the task's advice to train on generated data (task.source), which retest and predict refuse."""
+    import shutil
+
+    from tests.conftest import SHARED_DATA
+
+    folder = tmp_path / "data" / "babi" / "en-10k"
+    folder.mkdir(parents=True)
+    for split in ("train", "test"):
+        name = f"qa1_single-supporting-fact_{split}.txt"
+        shutil.copy(SHARED_DATA / "babi" / "en-10k" / name, folder / name)
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path / "data"))
+    runs = tmp_path / "runs"
+    assert main(["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "task.source=files",
+                 "--runs-dir", str(runs)]) == 0
+    (run,) = runs.glob("*/*/*/results.json")
+    (folder / "qa1_single-supporting-fact_train.txt").unlink()
+    capsys.readouterr()
+    for command in (["predict", run.parent.name], ["retest", run.parent.name, "task.test_on=[generator]"]):
+        assert main([*command, "--runs-dir", str(runs)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        assert (f"{run.parent.name} read data files not found now under {tmp_path / 'data'} (HARNESS_DATA_DIR): "
+                "babi/en-10k/qa1_single-supporting-fact_train.txt; the run cannot be") in err, err
+        assert "task.source" not in err

@@ -95,12 +95,17 @@ def test_cells_that_choose_nothing_are_refused(env, capsys, sweep, cells, line):
     assert _one_error_line(capsys).startswith(line)
 
 
-def test_a_test_set_that_is_the_training_set_is_noted(env, capsys):
+def test_a_test_set_that_is_the_training_set_is_noted_and_left_out_of_the_run_id(env, capsys):
     assert main(["validate", *RELATIONS, "task.test_sets=[pentominoes,stripes]"]) == 0
+    captured = capsys.readouterr()
     assert (
         "note: task.test_sets names pentominoes, the object set this run trains on; its test split is the run's own "
-        "test/ metrics, so it adds nothing"
-    ) in capsys.readouterr().err
+        "test/ metrics, so it is left out of the run's config (and its run id)"
+    ) in captured.err
+    assert "test_sets:\n  - stripes\n" in captured.out  # the config the run would store
+    redundant = captured.out.splitlines()[0]
+    assert main(["validate", *RELATIONS, "task.test_sets=[stripes]"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == redundant  # one run, one id
     assert main(["validate", *RELATIONS]) == 0  # the defaults: no note
     assert "note:" not in capsys.readouterr().err
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import open_dict
 
-from harness.config import Composed
+from harness.config import Composed, drop_redundant_test_sources
 from harness.errors import UserError
 from harness.paths import check_data_dir
 from harness.registry import load_entry
@@ -28,6 +28,7 @@ class Prepared:
     data: dict[str, Any] = field(default_factory=dict)  # source, files, fingerprint (a task's describe_data)
     loaded: Any = None  # supervised single runs: the TaskData
     model: Any = None  # supervised single runs: the model, built after seeding
+    notes: list[str] = field(default_factory=list)  # settings left out of the config, said before the run
 
 
 def prepare_task(composed: Composed) -> Prepared:
@@ -45,7 +46,8 @@ def prepare_task(composed: Composed) -> Prepared:
         if hasattr(task, "resolve_source"):
             composed.cfg.task.source = task.resolve_source()
         composed.cfg.data.fingerprint = data.get("fingerprint")
-    return Prepared(task=task, data=data)
+    notes = drop_redundant_test_sources(composed.cfg)
+    return Prepared(task=task, data=data, notes=notes)
 
 
 def _model_error(composed: Composed, exc: Exception) -> UserError:

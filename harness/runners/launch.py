@@ -220,18 +220,6 @@ def check_ppo_minibatch(cfg: Any) -> None:
                         f"PPO splits into minibatches: give e.g. rl.ppo.minibatch_size={max(1, batch // 2)}")
 
 
-def note_redundant_test_sources(composed: Composed) -> None:
-    """A ``task.test_on`` source that is the one the run trains on (``task.source``, resolved by the task), or a
-    ``task.test_sets`` object set that is its ``task.train_set`` (the Relations Game), adds no test split: its test
-    split is the run's own ``test/``. Said on stderr, as the task leaves it out silently."""
-    task = composed.cfg.task
-    for key, trained, what in (("test_on", "source", "data"), ("test_sets", "train_set", "object set")):
-        value = task.get(trained)
-        if value is not None and value in (task.get(key) or []):
-            print(f"note: task.{key} names {value}, the {what} this run trains on; its test split is the run's "
-                  "own test/ metrics, so it adds nothing", file=sys.stderr, flush=True)
-
-
 def check_protocol_tasks(composed: Composed) -> None:
     """The lists that name tasks as ``task.tasks`` does: ``task.task_vocabulary`` (when given) and a curriculum's
     ``protocol.pretrain`` and ``protocol.target``. Each item is checked against what the task declares for
@@ -593,7 +581,8 @@ def prepare_checked(composed: Composed) -> Prepared:
         raise UserError(f"task {composed.task.name} ({composed.task.entry}) could not be built: {said}; a task is "
                         "built as Task(cfg), cfg the run config (its settings in cfg.task), and its describe_data(), "
                         "if any, returns a dict with source, files and fingerprint (docs/contributing.md)") from None
-    note_redundant_test_sources(composed)
+    for note in prepared.notes:
+        print(f"note: {note}", file=sys.stderr, flush=True)
     if composed.task.data_check:
         load_entry(composed.task.data_check)(composed.cfg.task)
     return prepared

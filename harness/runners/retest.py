@@ -27,7 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 from harness.config import Composed, recompose
 from harness.data import TARGET, TaskData, TensorDictDataset
 from harness.errors import UserError
-from harness.paths import check_can_create_in
+from harness.paths import check_can_create_in, data_dir, data_dir_label
 from harness.provenance import code_files, fingerprint, git_info
 from harness.publish import find_run
 from harness.registry import REGISTRY, load_entry
@@ -114,6 +114,13 @@ def reload_run(name: str, overrides: list[str], runs_dir: Path | None, doing: st
         missing = getattr(exc, "full_key", None) or str(exc).splitlines()[0]
         raise UserError(f"{run.config_path} lacks {missing!s}, which the task needs (damaged, or written by an "
                         f"older harness); the run cannot be {doing}") from None
+    except UserError:  # the task's own advice is for training (e.g. another task.source), which this refuses
+        missing_files = missing_data_files(results)
+        if not missing_files:
+            raise
+        raise UserError(f"{run.path.name} read data files not found now under {data_dir()} ({data_dir_label()}): "
+                        f"{_listed(missing_files)}; the run cannot be {doing} without them: put them back (`harness "
+                        "data fetch` downloads the releases it knows) or point HARNESS_DATA_DIR at them") from None
     if own_data or recorded_data is not None:
         check_same_data(run, (results.get("data") or {}) if own_data else recorded_data or {}, prepared.data, doing)
     if composed.task.data_check:  # the data files' own checks, as bench runs them before it loads the data
@@ -121,6 +128,19 @@ def reload_run(name: str, overrides: list[str], runs_dir: Path | None, doing: st
     if not own_data and recorded_data is None:  # a retest: its split is encoded as the run's data encodes it
         check_same_files(run, results.get("data") or {}, prepared.data, doing)  # (vocabulary, padded sizes)
     return run, results, composed, prepared, prepared.task.load()
+
+
+def missing_data_files(results: dict[str, Any]) -> list[str]:
+    """The data files a run recorded (``data.files`` of its results.json, relative to the data folder) that are
+    not in the data folder now."""
+    files = (results.get("data") or {}).get("files") or {}
+    return [name for name in files if not (data_dir() / name).is_file()]
+
+
+def _listed(names: list[str], shown: int = 2) -> str:
+    """The first ``shown`` names, and how many more."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def check_same_data(run: Run, recorded: dict[str, Any], now: dict[str, Any], doing: str) -> None:
@@ -248,8 +268,10 @@ def _retest_held(name: str, overrides: list[str], runs_dir: Path | None) -> dict
     reported = {key.split("/")[0] for key in results.get("metrics") or {}}
     new = {f"test_{n}": split for n, split in data.extra_test.items() if f"test_{n}" not in reported}
     if not new:  # before the model is loaded: nothing to do
-        tried: dict[str, Any] = OmegaConf.to_container(composed.cfg.task)  # type: ignore[assignment]
-        other = other_test_data(stored_config(run, "retested"), reported, tried)
+        stored = stored_config(run, "retested")
+        # the task section as the overrides name it: preparing the task leaves out what the run trained on
+        tried: dict[str, Any] = OmegaConf.to_container(recompose(stored, overrides).cfg.task)  # type: ignore[assignment]
+        other = other_test_data(stored, reported, tried)
         hint = (f"name other data with task.* settings, e.g. {other}" if other else
                 "its task offers no other test data that can be read here")
         raise UserError(f"no new test split: the run already reports {', '.join(sorted(reported))}"

@@ -60,6 +60,39 @@ class Settings:
             raise UserError(f"trees of depth <= {self.max_depth} with <= {self.max_args} arguments have at most "
                             f"{longest} tokens, not more than task.min_length ({self.min_length})")
 
+    def check_count(self, n: int) -> None:
+        """A UserError, at once, when fewer than ``n`` distinct trees have a length in the window (none at all, as
+        no tree has 2 or 3 tokens), where drawing would go on until the draw limit before refusing."""
+        counts = distinct_trees(self.max_depth, self.max_args, self.max_length)  # [max_length]
+        available = float(counts[self.min_length + 1:].sum())
+        if available >= n:
+            return
+        what = "no tree has" if available == 0 else f"only {available:,.0f} distinct trees have"
+        raise UserError(f"ListOps generator: {what} a length strictly between task.min_length ({self.min_length}) "
+                        f"and task.max_length ({self.max_length}) at max_depth {self.max_depth} and max_args "
+                        f"{self.max_args}, and {n} are wanted (train + val + test); widen the lengths")
+
+
+COUNT_CAP = 1e150  # counts are capped here, so that a product of two stays finite (what matters is >= n)
+
+
+def distinct_trees(max_depth: int, max_args: int, below: int) -> np.ndarray:
+    """counts [below]: how many distinct trees of each length L < ``below`` the generator can draw (capped at
+    :data:`COUNT_CAP`). A tree of height <= h is a digit (10, length 1) or an operator (4) over 2..max_args
+    trees of height <= h - 1, of length 2 plus theirs; the root's height is at most ``max_depth``."""
+    leaves = np.zeros(below)
+    leaves[1:2] = 10.0
+    counts = leaves
+    for _ in range(max_depth - 1):
+        children, total = counts, np.zeros(below)
+        for _ in range(2, max_args + 1):  # sequences of k children: the k-fold convolution of the counts
+            children = np.minimum(np.convolve(children, counts)[:below], COUNT_CAP)
+            total += children
+        operators = np.zeros(below)
+        operators[2:] = 4.0 * total[:below - 2]
+        counts = np.minimum(leaves + operators, COUNT_CAP)
+    return counts
+
 
 class Uniforms:
     """U(0, 1) numbers from a seeded NumPy Generator, handed out one at a time from a buffer (the same stream
@@ -128,6 +161,7 @@ def generate(n: int, seed: int, settings: Settings, max_draws: int | None = None
     arrays of token ids [L]. A UserError if ``max_draws`` trees (default 2,000 per example + 100,000) keep
     fewer (settings under which such trees are too rare, or too few distinct ones exist)."""
     settings.check()
+    settings.check_count(n)
     uniforms = Uniforms(seed)
     limit = max_draws if max_draws is not None else 2000 * n + 100_000
     seen: set[bytes] = set()

@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from harness.array_cache import cached_arrays
 from harness.data import TaskData, TensorDictDataset
 from harness.errors import UserError
 from harness.paths import cache_dir, data_dir, data_dir_label, data_relative, shown_path
 from harness.provenance import file_digest, fingerprint
-from harness.runs import atomic_write
 from tasks.listops.evaluate import NUM_CLASSES, VOCAB, VOCAB_SIZE
 from tasks.listops.generator import GENERATOR_VERSION, Settings, generate_splits
 from tasks.listops.reader import Examples, pad, read_file
@@ -152,15 +152,14 @@ class ListOpsTask:
         stem = (f"listops-s{seed}-n{sizes['train']}-{sizes['val']}-{sizes['test']}-len{s.min_length}-{s.max_length}"
                 f"-d{s.max_depth}-a{s.max_args}-v{GENERATOR_VERSION}")
         path = cache_dir() / "listops" / f"{stem}.npz"
-        cached = path.exists()
-        if cached:
-            with np.load(path) as stored:
-                splits = {name: {key: stored[f"{name}_{key}"] for key in ("tokens", "lengths", "labels")}
-                          for name in SPLITS}
-        else:
-            splits = generate_splits(sizes, seed, s)
-            arrays = {f"{name}_{key}": value for name, split in splits.items() for key, value in split.items()}
-            atomic_write(path, lambda handle: np.savez_compressed(handle, **arrays))
+        keys = ("tokens", "lengths", "labels")
+
+        def make() -> dict[str, np.ndarray]:
+            made = generate_splits(sizes, seed, s)
+            return {f"{name}_{key}": split[key] for name, split in made.items() for key in keys}
+
+        arrays, cached = cached_arrays(path, [f"{name}_{key}" for name in SPLITS for key in keys], make)
+        splits = {name: {key: arrays[f"{name}_{key}"] for key in keys} for name in SPLITS}
         examples = {name: Examples(tokens=np.split(split["tokens"], np.cumsum(split["lengths"])[:-1]),
                                    labels=split["labels"]) for name, split in splits.items()}
         label = (f"generator: ListOps (LRA semantics) v{GENERATOR_VERSION}, seed {seed}, "

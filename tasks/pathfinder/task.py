@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from harness.array_cache import cached_arrays
 from harness.data import TaskData, TensorDictDataset
 from harness.errors import UserError
 from harness.paths import cache_dir, data_dir, data_dir_label, data_relative, shown_path
 from harness.provenance import file_digest, fingerprint
-from harness.runs import atomic_write
 from tasks.pathfinder.generator import GENERATOR_VERSION, LEVELS, generate, level_settings
 from tasks.pathfinder.reader import LEVEL_FOLDERS, lra_split, read_level
 
@@ -119,18 +119,17 @@ class PathfinderTask:
         stem = (f"pathfinder32-{self.difficulty}-s{seed}-n{sizes['train']}-{sizes['val']}-{sizes['test']}"
                 f"-v{GENERATOR_VERSION}")
         path = cache_dir() / "pathfinder" / f"{stem}.npz"
-        cached = path.exists()
-        if cached:
-            with np.load(path) as stored:
-                splits = {name: {"images": stored[f"{name}_images"], "labels": stored[f"{name}_labels"]}
-                          for name in SPLITS}
-        else:
-            splits = {}
+        keys = ("images", "labels")
+
+        def make() -> dict[str, np.ndarray]:
+            arrays = {}
             for name in SPLITS:
                 batch = generate(sizes[name], _split_seed(seed, name, self.difficulty), settings)
-                splits[name] = {"images": batch.images, "labels": batch.labels}
-            arrays = {f"{name}_{key}": value for name, split in splits.items() for key, value in split.items()}
-            atomic_write(path, lambda handle: np.savez_compressed(handle, **arrays))
+                arrays.update({f"{name}_images": batch.images, f"{name}_labels": batch.labels})
+            return arrays
+
+        arrays, cached = cached_arrays(path, [f"{name}_{key}" for name in SPLITS for key in keys], make)
+        splits = {name: {key: arrays[f"{name}_{key}"] for key in keys} for name in SPLITS}
         label = (f"generator: Pathfinder-32 {self.difficulty} (contour length {settings.contour_length}) "
                  f"v{GENERATOR_VERSION}, seed {seed}, {sizes['train']}/{sizes['val']}/{sizes['test']} images "
                  f"({'cached' if cached else 'written'} in {shown_path(path.parent)})")

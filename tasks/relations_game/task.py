@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from harness.array_cache import cached_arrays
 from harness.data import TaskData, TensorDictDataset
 from harness.errors import UserError
 from harness.paths import cache_dir, data_dir, data_relative, shown_path
 from harness.provenance import file_digest, fingerprint
-from harness.runs import atomic_write
 from tasks.relations_game.generator import GENERATOR_VERSION, OBJECT_SETS, TASKS, can_draw, generate
 from tasks.relations_game.real_data import MINI_SETS, load_mini
 
@@ -101,13 +101,7 @@ class RelationsGameTask:
         seed = _derived_seed(self.cfg.data_seed, split, name, object_set)
         stem = f"{name}-{object_set}-{split}-{n}-s{self.cfg.data_seed}-v{GENERATOR_VERSION}"
         path = cache_dir() / "relations_game" / f"{stem}.npz"
-        if path.exists():
-            with np.load(path) as stored:
-                return {"images": stored["images"], "labels": stored["labels"]}
-        data = generate(name, n, object_set, seed)
-        atomic_write(path, lambda handle: np.savez_compressed(handle, images=data["images"],
-                                                                   labels=data["labels"]))
-        return data
+        return cached_arrays(path, ("images", "labels"), lambda: generate(name, n, object_set, seed))[0]
 
     # real mini sets ----------------------------------------------------------------------------
     def _missing_real_files(self) -> list[str]:
