@@ -62,3 +62,22 @@ def test_a_killed_attempt_is_closed_when_the_run_resumes(env: Any) -> None:
     assert main(BENCH) == 0
     attempts = json.loads(path.read_text())["attempts"]
     assert [(a["status"], a.get("error")) for a in attempts] == [("interrupted", KILLED), ("completed", None)]
+
+
+def test_a_killed_attempt_s_time_counts_in_the_run_s_wall_time(env: Any) -> None:
+    """A kill left the run's ``wall_time_s`` without the killed attempt's time (a run killed half way and resumed read
+    as trained in the second half's time): its time up to the run's last file write is added when it resumes."""
+    from datetime import UTC, datetime, timedelta
+
+    assert main(BENCH) == 0
+    (path,) = Path(env["HARNESS_RUNS_DIR"]).glob("*/*/*/results.json")
+    results = json.loads(path.read_text())
+    results["status"] = results["attempts"][-1]["status"] = "running"  # as a kill leaves them
+    results["owner"]["pid"] = 2**22 + 1
+    results["wall_time_s"] = 0.0  # a killed first attempt wrote no time
+    results["attempts"][-1]["started_at"] = (datetime.now(UTC) - timedelta(seconds=100)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    path.write_text(json.dumps(results))
+    assert main(BENCH) == 0
+    resumed = json.loads(path.read_text())
+    assert 100 <= resumed["wall_time_s"] < 200
+    assert resumed["attempts"][0]["finished_at"] is not None

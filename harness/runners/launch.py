@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -247,7 +248,7 @@ def _start(run: Run, composed: Composed, prepared: Prepared, previous: dict[str,
     if previous is not None:  # resuming an unfinished run
         results = previous
         attempts = results.get("attempts") if isinstance(results.get("attempts"), list) else []
-        close_killed_attempts(attempts)
+        close_killed_attempts(run, results, attempts)
         attempt = attempt_record(started)
         results.update(status="running", error=None, attempts=[*attempts, attempt], owner=owner_record(),
                        finished_at=None, git=attempt["git"], versions=attempt["versions"],
@@ -267,13 +268,39 @@ def _start(run: Run, composed: Composed, prepared: Prepared, previous: dict[str,
 KILLED = "killed: its process ended before it stored a status"
 
 
-def close_killed_attempts(attempts: list[Any]) -> None:
+def close_killed_attempts(run: Run, results: dict[str, Any], attempts: list[Any]) -> None:
     """Mark the earlier attempts a resumed run's record still says are ``running`` as ``interrupted``: their process
     was killed (this one holds the run's folder, so none of them runs it now), and the run page listed them as
-    running beside the attempt that completed the run."""
-    for attempt in attempts:
-        if isinstance(attempt, dict) and attempt.get("status") == "running":
-            attempt.update(status="interrupted", error=KILLED)
+    running beside the attempt that completed the run. The last of them, the one the kill ended, is given the time
+    from its start to the run's last file write as its end, and that time is added to the run's ``wall_time_s``
+    (which a kill left without it: a run killed half way and resumed read as trained in the second half's time);
+    the time between that write and the kill is not known, so the figure is a lower bound."""
+    for index, attempt in enumerate(attempts):
+        if not (isinstance(attempt, dict) and attempt.get("status") == "running"):
+            continue
+        attempt.update(status="interrupted", error=KILLED)
+        lasted = _killed_attempt_seconds(run, attempt) if index == len(attempts) - 1 else None
+        if lasted is not None:
+            ended = datetime.fromtimestamp(_parsed_time(attempt["started_at"]) + lasted, UTC)
+            attempt["finished_at"] = ended.strftime("%Y-%m-%dT%H:%M:%SZ")
+            results["wall_time_s"] = float(results.get("wall_time_s") or 0.0) + lasted
+
+
+def _parsed_time(text: Any) -> float:
+    """Seconds since the epoch of a record's ``%Y-%m-%dT%H:%M:%SZ`` time (:func:`harness.runs.now_iso`)."""
+    return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def _killed_attempt_seconds(run: Run, attempt: dict[str, Any]) -> float | None:
+    """Seconds from a killed attempt's start to the last write of a file in the run's folder (None when its start
+    is not recorded or nothing was written after it)."""
+    try:
+        started = _parsed_time(attempt.get("started_at"))
+    except ValueError:
+        return None
+    written = [path.stat().st_mtime for path in run.path.rglob("*") if path.is_file()]
+    last = max(written, default=started)
+    return last - started if last > started else None
 
 
 def record_started_code(results: dict[str, Any], composed: Composed) -> None:
