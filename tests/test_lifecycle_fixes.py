@@ -158,7 +158,7 @@ def test_the_diverged_advice_mentions_a_checkpoint_only_when_there_is_one(env, c
     (run / "checkpoints").mkdir(exist_ok=True)
     (run / "checkpoints" / "last.ckpt").write_bytes(b"")
     composed = SimpleNamespace(kind="supervised")
-    assert "resumes from its last finite checkpoint (checkpoints/last.ckpt)" in launch_module.diverged_advice(
+    assert "resumes from its last checkpoint (checkpoints/last.ckpt)" in launch_module.diverged_advice(
         launch_module.Run(run), composed)
 
 

@@ -828,7 +828,7 @@ def diverged_advice(run: Run, composed: Composed) -> str:
     start) and, runs being deterministic, repeats the steps that diverged; a changed setting is a new run."""
     checkpoint = next((path for path in (run.last_checkpoint, run.best_checkpoint, run.checkpoint_dir / "algorithm")
                        if path.exists()), None)
-    where = (f"resumes from its last finite checkpoint ({checkpoint.relative_to(run.path)})" if checkpoint else
+    where = (f"resumes from its last checkpoint ({checkpoint.relative_to(run.path)})" if checkpoint else
              "starts it again from the first step (no checkpoint was written before the loss turned non-finite)")
     if composed.kind == "rl":  # RLlib samples asynchronously: a resumed RL run does not replay its steps
         return (f"The same command {where} and may diverge again; a change of setting (e.g. a smaller learning "
