@@ -25,15 +25,12 @@ the next ``harness publish`` to the same store, one killed before it is discarde
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import glob
 import gzip
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +39,7 @@ import yaml
 from harness import PROJECT_ROOT
 from harness.errors import UserError
 from harness.paths import check_can_create_in
-from harness.runs import Run, default_runs_dir
+from harness.runs import Run, default_runs_dir, held_folder
 
 RESULTS_DIR = PROJECT_ROOT / "results"
 BUDGET_BYTES = 30 * 1024**2
@@ -199,7 +196,7 @@ def publish(names: list[str], runs_dir: Path | None = None, results_dir: Path = 
     check_destination(results_dir)
     staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=results_dir.parent))
     try:
-        with _held(staging):
+        with held_folder(staging):
             (staging / DESTINATION).write_text(str(results_dir.resolve()) + "\n", encoding="utf-8")
             staged = _stage(checked, staging / STAGED)
             replaced = sum(store_size(results_dir / target.relative_to(staging / STAGED)) for _, target in staged)
@@ -246,24 +243,6 @@ def _swap_in(staging: Path, target: Path, results_dir: Path) -> Path:
     return final
 
 
-@contextlib.contextmanager
-def _held(folder: Path) -> Iterator[bool]:
-    """An exclusive ``flock`` on ``folder`` for the block (the kernel lets go when the process ends, however it
-    ends); yields whether it was taken (False: another process holds it; a file system without locks: True)."""
-    handle = os.open(folder, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        except OSError:  # no locks here
-            pass
-        yield True
-    finally:
-        os.close(handle)
-
-
 def finish_interrupted(results_dir: Path) -> list[Path]:
     """Finish the publications into ``results_dir`` that were killed part-way (their staging folders beside it, no
     longer held by a live process): one marked ready has its remaining runs swapped into place; one killed while
@@ -274,7 +253,7 @@ def finish_interrupted(results_dir: Path) -> list[Path]:
     for staging in sorted(results_dir.parent.glob(f"{STAGING_PREFIX}*")):
         if not staging.is_dir() or _destination(staging) != results_dir.resolve():
             continue
-        with _held(staging) as free:
+        with held_folder(staging) as free:
             if not free:
                 continue  # a publication in progress
             finished = _finish_one(staging, results_dir) if (staging / READY).exists() else None

@@ -255,26 +255,37 @@ class Run:
 
 
 @contextlib.contextmanager
+def held_folder(folder: Path) -> Iterator[bool]:
+    """An exclusive ``flock`` on ``folder`` for the block (the kernel lets go when the process ends, however it
+    ends); yields whether it was taken (False: another process holds it; a file system without locks: True)."""
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        except OSError:  # no locks here
+            pass
+        yield True
+    finally:
+        os.close(handle)
+
+
+@contextlib.contextmanager
 def holding_run(run: Run, doing: str) -> Iterator[None]:
-    """Hold a run's folder for the block, with the exclusive ``flock`` a training of it holds
+    """Hold a run's folder for the block (:func:`held_folder`), with the exclusive ``flock`` a training of it holds
     (:func:`harness.runners.launch.claim_run`; the kernel lets go when the process ends, however it ends): a command
     that reads a run and writes it back (retest, predict) then never writes an old record over a training started
     meanwhile (``bench --force``), nor does a training start under it. A one-line UserError when another process
     holds it; a file system without locks is used as before."""
     from harness.errors import UserError
 
-    handle = os.open(run.path, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    with held_folder(run.path) as free:
+        if not free:
             raise UserError(f"{run.path.name} cannot be {doing} now: another process holds it (a bench command "
-                            "training it, or a retest or predict of it); run this again once it has ended") from None
-        except OSError:  # no locks here
-            pass
+                            "training it, or a retest or predict of it); run this again once it has ended")
         yield
-    finally:
-        os.close(handle)
 
 
 def store_named_as(given: bool) -> str:
