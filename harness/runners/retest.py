@@ -152,11 +152,21 @@ def check_same_data(run: Run, recorded: dict[str, Any], now: dict[str, Any], doi
         return
     old, new = recorded.get("files") or {}, now.get("files") or {}
     changed = sorted(path for path in {*old, *new} if old.get(path) != new.get(path))
-    what = (f"{changed[0]}{f' and {len(changed) - 1} more files' if len(changed) > 1 else ''} "
-            f"{'differ' if len(changed) > 1 else 'differs'} from what it measured" if changed
+    what = (_files_differ(changed, "what it measured") if changed
             else f"fingerprint {found}, where it measured {then}")
-    raise UserError(f"{run.path.name} cannot be {doing}: its data changed since it was scored ({what}); put back "
-                    "the data it used, or train a run on this data")
+    raise _data_changed(run, doing, what)
+
+
+def _files_differ(changed: list[str], what: str) -> str:
+    """'F differs from <what>', or 'F and N more files differ from <what>'."""
+    more = f" and {len(changed) - 1} more files" if len(changed) > 1 else ""
+    return f"{changed[0]}{more} {'differ' if len(changed) > 1 else 'differs'} from {what}"
+
+
+def _data_changed(run: Run, doing: str, what: str) -> UserError:
+    """The refusal of a run whose data changed since it was scored (``what``: how)."""
+    return UserError(f"{run.path.name} cannot be {doing}: its data changed since it was scored ({what}); put back "
+                     "the data it used, or train a run on this data")
 
 
 def check_same_files(run: Run, recorded: dict[str, Any], now: dict[str, Any], doing: str) -> None:
@@ -168,10 +178,7 @@ def check_same_files(run: Run, recorded: dict[str, Any], now: dict[str, Any], do
     changed = sorted(path for path in old if path in new and new[path] != old[path])
     if not changed:
         return
-    what = (f"{changed[0]}{f' and {len(changed) - 1} more files' if len(changed) > 1 else ''} "
-            f"{'differ' if len(changed) > 1 else 'differs'} from what it trained and was tested on")
-    raise UserError(f"{run.path.name} cannot be {doing}: its data changed since it was scored ({what}); put back "
-                    "the data it used, or train a run on this data")
+    raise _data_changed(run, doing, _files_differ(changed, "what it trained and was tested on"))
 
 
 def other_test_data(stored: dict[str, Any], reported: set[str], tried: dict[str, Any] | None = None) -> str | None:
