@@ -303,10 +303,10 @@ def cmd_carry(args: argparse.Namespace) -> int:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from harness.runners.predictions import predict_run
+    from harness.runners.predictions import disagreeing, predict_run
 
-    predict_run(args.run, Path(args.runs_dir) if args.runs_dir else None)
-    return 0
+    summary = predict_run(args.run, Path(args.runs_dir) if args.runs_dir else None)
+    return 1 if disagreeing(summary) else 0
 
 
 def cmd_data(args: argparse.Namespace) -> int:
@@ -685,7 +685,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
     p.set_defaults(func=cmd_retest)
     text = "write a completed supervised run's per-example test predictions (from its checkpoint)"
-    p = sub.add_parser("predict", help=text, description=_sentence(text, " into <run>/predictions/"))
+    p = sub.add_parser("predict", help=text, description=_sentence(
+        text, " into <run>/predictions/; exit code 1 when the accuracy recomputed from them differs from the one the"
+              " run reported"))
     p.add_argument("run", help="a run id (from `harness runs`) or a run directory")
     p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
     p.set_defaults(func=cmd_predict)

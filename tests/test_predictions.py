@@ -86,6 +86,23 @@ def test_predict_refuses_runs_it_cannot_predict(env, tmp_path, capsys):
     assert main(["predict", run.name, "--runs-dir", str(Path(tmp_path / "elsewhere"))]) == 2
 
 
+def test_predict_exits_1_when_its_predictions_do_not_give_the_reported_accuracy(env, tmp_path, capsys):
+    """A reported figure its checkpoint no longer explains (here: results.json edited) is named, exit code 1."""
+    runs = tmp_path / "runs"
+    assert main([*BABI, "--runs-dir", str(runs)]) == 0
+    run = only_run(runs)
+    results = json.loads((run / "results.json").read_text())
+    results["metrics"]["test/acc"] = results["metrics"]["test/acc"] / 2 + 0.01
+    (run / "results.json").write_text(json.dumps(results))
+    capsys.readouterr()
+    assert main(["predict", run.name, "--runs-dir", str(runs)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (f"{run.name}: the predictions of test do not give the accuracy the run reported (see above): its "
+                   "best checkpoint or its data no longer explain its figure"), err
+    summary = json.loads((run / FOLDER / "summary.json").read_text())
+    assert summary["test"]["acc"] != pytest.approx(summary["test"]["reported_acc"], abs=FLOAT32)
+
+
 @requires_real_babi
 def test_predict_refuses_data_that_changed_since_the_run_scored_it(env, tmp_path, monkeypatch, capsys):
     """Predictions of other data than the run's figures measured would stand beside figures they do not explain:

@@ -19,7 +19,8 @@ run page shows it.
 The launcher writes these files after a supervised single-protocol run completes (with the best
 checkpoint, as the test metrics were measured); ``harness predict RUN`` writes them for a completed run that
 has its checkpoints, including the splits ``harness retest`` added to it (rebuilt from each retest's overrides
-and predicted as the retest scored them). The files describe a run and never change its numbers: a
+and predicted as the retest scored them), and exits 1 (naming the splits) when a recomputed accuracy differs from
+the reported one. The files describe a run and never change its numbers: a
 failure to write them is reported, and the run stays completed.
 """
 
@@ -30,6 +31,7 @@ import gzip
 import io
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -205,7 +207,26 @@ def _predict_held(name: str, runs_dir: Path | None) -> dict[str, Any]:
         print(f"{split}: {numbers['wrong']} wrong of {numbers['examples']} (acc {numbers['acc']:.4f}; "
               f"the run reported {_shown(numbers['reported_acc'])})")
     print(f"wrote {run.path / FOLDER}")
+    if differ := disagreeing(summary):
+        print(disagreement_line(run.path.name, differ), file=sys.stderr)
     return summary
+
+
+AGREEMENT = 1e-6  # the run stores its metrics as float32
+
+
+def disagreeing(summary: dict[str, Any]) -> list[str]:
+    """The splits whose accuracy recomputed from the predictions differs from the one the run reported (by more
+    than float32 rounding): the checkpoint or the data then no longer explain the run's figure."""
+    return [split for split, numbers in summary.items()
+            if isinstance(numbers.get("acc"), float) and isinstance(numbers.get("reported_acc"), int | float)
+            and abs(numbers["acc"] - numbers["reported_acc"]) > AGREEMENT]
+
+
+def disagreement_line(run_name: str, splits: list[str]) -> str:
+    """One line naming the splits :func:`disagreeing` found."""
+    return (f"{run_name}: the predictions of {', '.join(splits)} do not give the accuracy the run reported (see "
+            "above): its best checkpoint or its data no longer explain its figure")
 
 
 def _retested(name: str, results: dict[str, Any],
@@ -242,3 +263,5 @@ def write_after_run(run: Run, composed: Composed, data: TaskData) -> None:
         return
     wrong = ", ".join(f"{split} {n['wrong']}/{n['examples']}" for split, n in summary.items())
     print(f"predictions: {run.path / FOLDER} (wrong: {wrong})", flush=True)
+    if differ := disagreeing(summary):
+        print(disagreement_line(run.path.name, differ), flush=True)
