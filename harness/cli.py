@@ -70,10 +70,25 @@ def _compose(args: argparse.Namespace):  # noqa: ANN202 - returns harness.config
     from harness.config import compose
 
     overrides = list(args.overrides)
+    _check_repeated_overrides(overrides)
     if args.seed is not None:
         _check_seed_overrides(overrides, {args.seed}, f"--seed {args.seed}")
         overrides.append(f"seed={args.seed}")
     return compose(args.task, args.model, args.profile, overrides)
+
+
+def _check_repeated_overrides(overrides: list[str]) -> None:
+    """One key given twice with two values on the command line would keep the last silently: a UserError naming
+    both (a sweep file's layers, by contrast, override each other by design: harness/runners/sweep_file.py)."""
+    given: dict[str, str] = {}
+    for item in overrides:
+        key, equals, raw = item.partition("=")
+        key = key.strip().lstrip("+")
+        if not equals:
+            continue  # a malformed override: the config's own check names it
+        if key in given and given[key].partition("=")[2].strip() != raw.strip():
+            raise UserError(f"'{key}' is given twice ({given[key]} and {item}); give each key once")
+        given.setdefault(key, item)
 
 
 def _check_seed_overrides(overrides: list[str], seeds: set[int], flag: str) -> None:
@@ -124,6 +139,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from harness.runners.stacked_launch import launch_stack
 
         seeds = _seed_list(args.seeds)
+        _check_repeated_overrides(list(args.overrides))
         _check_seed_overrides(list(args.overrides), set(), f"--seeds {args.seeds}")
         stack = [compose(args.task, args.model, args.profile, [*args.overrides, f"seed={seed}"]) for seed in seeds]
         return launch_stack(stack, force=args.force, runs_dir=Path(args.runs_dir) if args.runs_dir else None)
@@ -250,6 +266,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 def cmd_retest(args: argparse.Namespace) -> int:
     from harness.runners.retest import retest
 
+    _check_repeated_overrides(list(args.overrides))
     added = retest(args.run, list(args.overrides), Path(args.runs_dir) if args.runs_dir else None)
     print("  ".join(f"{k}={v:.4f}" for k, v in sorted(added.items()) if k.endswith("/acc")))
     return 0

@@ -212,3 +212,22 @@ def test_a_list_option_with_an_unknown_or_repeated_item_is_refused_by_validate(t
     assert main(["validate", "--task", task, "--model", model, "--profile", "smoke", override]) == 2
     err = capsys.readouterr().err
     assert f"bad value for '{override.split('=')[0]}'" in err and "Traceback" not in err
+
+
+# 8. a key given twice on the command line -----------------------------------------------------------------
+@pytest.mark.parametrize("command", ["validate", "bench"])
+def test_a_key_given_twice_with_two_values_is_refused(env, capsys, command):
+    refused(capsys, [command, *BABI_LSTM, "optim.lr=0.1", "+optim.lr=0.2"],
+            "'optim.lr' is given twice (optim.lr=0.1 and +optim.lr=0.2); give each key once")
+
+
+def test_a_key_given_twice_is_refused_beside_seeds_and_by_retest(env, capsys, tmp_path):
+    refused(capsys, ["bench", "--seeds", "0,1", *BABI_LSTM, "train.max_epochs=1", "train.max_epochs=2"],
+            "'train.max_epochs' is given twice")
+    refused(capsys, ["retest", "nope", "task.test_on=[files]", "task.test_on=[generator]"],
+            "'task.test_on' is given twice")
+
+
+def test_a_key_given_twice_with_one_value_is_kept(env, capsys):
+    assert main(["validate", *BABI_LSTM, "optim.lr=0.5", "optim.lr=0.5"]) == 0
+    assert "lr: 0.5" in capsys.readouterr().out
