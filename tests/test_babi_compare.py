@@ -65,3 +65,26 @@ def test_files_are_found_in_the_release_folder_layout_the_task_reads(tmp_path: P
     stored = compare.main(["--tasks", "1"])
     assert stored["tasks"]["1"]["files"] == [f"en-10k/{file_name(1, split)}" for split in ("train", "test")]
     assert stored["tasks"]["1"]["official"]["questions"] == 30
+
+
+def test_a_malformed_file_is_refused_naming_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """parse assumes a well-formed file: a question whose supporting fact is a question line (a KeyError before) is
+    the reader's one-line error, exit code 2."""
+    from tasks.babi.generator import file_name, write_dataset
+
+    folder = tmp_path / "babi" / "en-10k"
+    write_dataset(folder, 1, seed=5, n_train=20, n_test=10)
+    train = folder / file_name(1, "train")
+    lines = train.read_text().splitlines(keepends=True)
+    second = next(i for i, line in enumerate(lines) if "\t" in line and i > 0 and "\t" in "".join(lines[:i]))
+    head, text = lines[second].split(" ", 1)
+    question_id = next(line.split(" ", 1)[0] for line in reversed(lines[:second]) if "\t" in line)
+    lines[second] = f"{head} {text.rsplit(chr(9), 1)[0]}\t{question_id}\n"
+    train.write_text("".join(lines))
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
+    with pytest.raises(SystemExit) as info:
+        compare.main(["--tasks", "1"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"{train}:{second + 1}: supporting fact {question_id} is the id of a question line" in err, err

@@ -41,6 +41,8 @@ def test_reader_builds_one_sample_per_question(tmp_path):
         ("1 Mary moved.\n", "no question lines"),
         ("1 Mary moved.\n2 Where is Mary?\tb\t2\n", ":2: supporting fact '2' is not the id of an earlier line"),
         ("1 Mary moved.\n2 Where is Mary?\tb\t1 x\n", ":2: supporting fact 'x'"),
+        ("1 Mary moved.\n2 Where is Mary?\tb\t1\n3 Where is Mary?\tb\t2\n",
+         ":3: supporting fact 2 is the id of a question line"),
         ("1 Mary moved.\n\n2 Where is Mary?\tb\t1\n", ":2: a blank line"),
         ("1 Mary moved.\n\u00b2 Where is Mary?\tb\t1\n", ":2: expected 'ID text'"),  # a digit int() refuses
         ("1 Mary moved.\n2 Where is Mary?\tb\t\u00b9\n", ":2: supporting fact '\u00b9'"),

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.errors import DataFormatError
 from harness.paths import data_dir
 from tasks.babi.generator import SUPPORTED_TASKS, file_name, generate_stories
-from tasks.babi.reader import tokenize
+from tasks.babi.reader import read_samples, tokenize
 
 DATA_SET, FALLBACK = "en-10k", "en"
 SUPPORT_CAP = 12  # support distances at or beyond this count as one bin
@@ -80,7 +81,8 @@ def parse(lines: list[str]) -> list[Story]:
 
 def official_stories(babi_id: int, root: Path) -> tuple[dict[str, list[Story]], list[str]]:
     """The task's official stories per split, and the files read (as ``<data set>/<file>``), found under the data
-    folder ``root`` in any of the layouts the bAbI task reads (:func:`tasks.babi.task.candidate_folders`)."""
+    folder ``root`` in any of the layouts the bAbI task reads (:func:`tasks.babi.task.candidate_folders`). A file
+    the task's reader refuses (:func:`tasks.babi.reader.read_samples`) raises its DataFormatError, naming the line."""
     from tasks.babi.task import candidate_folders  # imports torch: only when files are read
 
     splits, used = {}, []
@@ -89,6 +91,7 @@ def official_stories(babi_id: int, root: Path) -> tuple[dict[str, list[Story]], 
                  for candidate in candidate_folders(root, folder)]
         for folder, path in paths:
             if path.is_file():
+                read_samples(path)  # the format checks of training: :func:`parse` assumes a well-formed file
                 splits[split] = parse(path.read_text(encoding="utf-8").splitlines(keepends=True))
                 used.append(f"{folder}/{path.name}")
                 break
@@ -180,7 +183,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if unknown:
         parser.error(f"no bAbI task {', '.join(map(str, unknown))}; the tasks are 1 to 20")
     root = data_dir()
-    result = {str(task): figures for task in args.tasks if (figures := compare_task(task, root, args.seed))}
+    try:
+        result = {str(task): figures for task in args.tasks if (figures := compare_task(task, root, args.seed))}
+    except DataFormatError as exc:
+        parser.error(str(exc))
     if not result:
         parser.error(f"no official bAbI files under {root} (e.g. {root / 'babi' / DATA_SET}; set HARNESS_DATA_DIR)")
     print("\n".join(table(result)))
