@@ -231,8 +231,9 @@ def same_threads(run: Any) -> tuple[dict[str, str], int | None]:
 
 def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: bool = False) -> int:
     """Train the stored run ``name`` again into ``runs_dir`` (or compare with the run there, if it has already been
-    trained so), then print every figure beside the stored one; with ``record``, add the check to
-    ``results_dir``'s log (:mod:`harness.reproductions`). The exit code (module docstring)."""
+    trained so, saying that nothing is trained now), then print every figure beside the stored one; with ``record``,
+    add the check to ``results_dir``'s log (:mod:`harness.reproductions`) unless that training is recorded there
+    already. The exit code (module docstring)."""
     from reports.store import load_run
 
     if record:
@@ -254,17 +255,24 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
     print(f"{results['run_id']} (trained on {processor(machine(results))}): {chosen.what}", flush=True)
     if chosen.caveat:
         print(f"  the figures may differ: {chosen.caveat}", flush=True)
-    args = list(chosen.rebuilt.bench_args)
-    cut = args.index("--") if "--" in args else len(args)
-    args[cut:cut] = ["--runs-dir", str(runs_dir)]
-    environment, threads = same_threads(run)
-    print(f"  {f'OMP_NUM_THREADS={threads} ' if threads else ''}{chosen.rebuilt.command}", flush=True)
-    try:
-        code = subprocess.run([sys.executable, "-m", "harness.cli", *args], check=False, env=environment).returncode
-    except KeyboardInterrupt:
-        print("interrupted; the same command resumes the run", file=sys.stderr)
-        return INTERRUPTED
-    now = json.loads((target / "results.json").read_text()) if (target / "results.json").is_file() else {}
+    earlier = _completed(target)
+    if earlier:  # the command would only say "already completed": say what is compared instead
+        print(f"  {chosen.rebuilt.run_id} is trained already in {runs_dir} (finished {earlier.get('finished_at')}): "
+              "its figures are compared, nothing is trained now (remove it to train it again)", flush=True)
+        code = 0
+    else:
+        args = list(chosen.rebuilt.bench_args)
+        cut = args.index("--") if "--" in args else len(args)
+        args[cut:cut] = ["--runs-dir", str(runs_dir)]
+        environment, threads = same_threads(run)
+        print(f"  {f'OMP_NUM_THREADS={threads} ' if threads else ''}{chosen.rebuilt.command}", flush=True)
+        try:
+            code = subprocess.run([sys.executable, "-m", "harness.cli", *args], check=False,
+                                  env=environment).returncode
+        except KeyboardInterrupt:
+            print("interrupted; the same command resumes the run", file=sys.stderr)
+            return INTERRUPTED
+    now = _completed(target) or {}
     if code != 0 or now.get("status") != "completed":
         print(f"no completed run {chosen.rebuilt.run_id} in {runs_dir} (the command's exit code: {code}): nothing to "
               "compare", file=sys.stderr)
@@ -277,13 +285,25 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
               f"(retest the run trained again to compare them)")
     print(verdict(figures, machine(results), machine(now)))
     if record and results_dir is not None:
-        from harness.provenance import git_info
-        from harness.reproductions import append, check_record
+        from harness.reproductions import append, check_record, recorded_already
 
         check = check_record(results["run_id"], chosen.budget, chosen.rebuilt.command, figures, machine(results),
-                             machine(now), cpu_relation(machine(results), machine(now)), now, git_info())
-        print(f"recorded in {append(results_dir, check)}")
+                             machine(now), cpu_relation(machine(results), machine(now)), now)
+        if (same := recorded_already(results_dir, check)) is not None:
+            print(f"this training of the run is recorded already (the check of {same.get('checked_at')}): nothing "
+                  "added")
+        else:
+            print(f"recorded in {append(results_dir, check)}")
     return 0 if figures and all(figure.equal for figure in figures) else 1
+
+
+def _completed(target: Path) -> dict[str, Any] | None:
+    """The results.json of the completed run in folder ``target``, or None (no run there, or one not completed)."""
+    try:
+        results = json.loads((target / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return results if isinstance(results, dict) and results.get("status") == "completed" else None
 
 
 def check_same_data_now(stored: Path, results: dict[str, Any], rebuilt: Rebuilt) -> None:

@@ -7,11 +7,13 @@ its figures compared, so that a claim "this run reproduces" can be traced like a
      "budget": "2 epochs without the cap", "command": "harness bench ...",
      "stored_on": {"processor": "AMD EPYC", ...}, "now_on": {"processor": "AMD EPYC", "cpu_id": ..., ...},
      "cpu": "same", "figures": 8, "equal": 8, "largest": null, "differing": {},
-     "training_s": 30.2, "code": {"commit": "...", "dirty": false, "files": {"tasks/babi/task.py": "...", ...}}}
+     "training_s": 30.2, "trained_at": "2026-11-30T00:40:31Z",
+     "code": {"commit": "...", "dirty": false, "files": {"tasks/babi/task.py": "...", ...}}}
 
 ``cpu`` is how the two machines compare (:func:`harness.reproduce.cpu_relation`): ``same`` kind (family, model
 and vector kernels recorded by both and equal), ``other`` kind, or ``name`` (the same processor name, the stored run
-recording no model). ``largest``: the differing figure furthest apart, relative to the stored value. ``code.files``:
+recording no model). ``trained_at``: when the run trained again finished (checks from before 1 December 2026 lack
+it); one training is recorded once, however often it is compared. ``largest``: the differing figure furthest apart, relative to the stored value. ``code.files``:
 the digest of each source file the run trained again under (checks from before 30 November 2026 lack it); a bit for
 bit check under edited files is the evidence that carries the reference runs over the edit
 (:mod:`harness.code_changes`).
@@ -42,8 +44,11 @@ def host(machine: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_record(run_id: str, budget: str, command: str, figures: list[Any], stored_on: dict[str, Any],
-                 now_on: dict[str, Any], cpu: str, now: dict[str, Any], code: dict[str, Any]) -> dict[str, Any]:
-    """One check: ``figures`` are :class:`harness.reproduce.Figure` s, ``now`` the new run's results.json."""
+                 now_on: dict[str, Any], cpu: str, now: dict[str, Any]) -> dict[str, Any]:
+    """One check: ``figures`` are :class:`harness.reproduce.Figure` s, ``now`` the new run's results.json (whose
+    commit, finishing time and source digests the check keeps: the code it trained under, not the code of the
+    moment the figures were compared)."""
+    code = now.get("git") or {}
     differing = [figure for figure in figures if not figure.equal]
     largest = max(differing, key=lambda figure: figure.relative, default=None)
     return {"run_id": run_id, "checked_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "budget": budget,
@@ -52,8 +57,26 @@ def check_record(run_id: str, budget: str, command: str, figures: list[Any], sto
             "largest": None if largest is None else {"figure": largest.name, "stored": largest.stored,
                                                      "now": largest.now, "relative": largest.relative},
             "differing": {figure.name: [figure.stored, figure.now] for figure in differing},
-            "training_s": now.get("wall_time_s"),
+            "training_s": now.get("wall_time_s"), "trained_at": now.get("finished_at"),
             "code": {**{key: code.get(key) for key in ("commit", "dirty")}, "files": recorded_files(now)}}
+
+
+def recorded_already(results_dir: Path, check: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored check of the same training of the same run as ``check`` with the same outcome (one run trained
+    again, compared twice), or None: the same ``trained_at`` where both record one, else the same training time and
+    source digests. A stored run that changed since (trained again itself) gives another outcome: a check of its
+    own."""
+    outcome = ("figures", "equal", "differing")
+    for stored in load(results_dir):
+        if stored.get("run_id") != check["run_id"] or any(stored.get(key) != check[key] for key in outcome):
+            continue
+        if stored.get("trained_at") and check.get("trained_at"):
+            if stored["trained_at"] == check["trained_at"]:
+                return stored
+        elif (stored.get("training_s") == check.get("training_s")
+              and (stored.get("code") or {}).get("files") == check["code"]["files"]):
+            return stored
+    return None
 
 
 def load(results_dir: Path) -> list[dict[str, Any]]:

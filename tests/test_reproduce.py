@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -52,7 +53,8 @@ def test_a_run_trained_again_gives_every_figure_bit_for_bit_and_a_changed_figure
     _edit(stored, "results.json", lambda results: results["metrics"].update({"test/acc": 0.123}))
     assert main(again) == 1  # trained already: compared, not trained again
     out = capfd.readouterr().out
-    assert "already completed" in out and f"1 of the {len(figures)} figures differ" in out
+    assert "is trained already in" in out and "nothing is trained now" in out
+    assert f"1 of the {len(figures)} figures differ" in out
     assert "the same kind of CPU: a difference here is not rounding" in out
 
     assert main(["reproduce", str(Path(env["HARNESS_RUNS_DIR"]) / "babi" / "lstm" / stored.name)]) == 2  # itself
@@ -73,6 +75,13 @@ def test_a_recorded_check_is_kept_in_the_reference_store_and_shown_in_the_readme
     results = stored.parents[2]
     assert section(results) == []  # no check stored: no table
     assert main(["reproduce", stored.name, "--results-dir", str(results), "--record"]) == 0
+    assert main(["reproduce", stored.name, "--results-dir", str(results), "--record"]) == 0  # compared, not trained
+    out = capfd.readouterr().out
+    assert "this training of the run is recorded already" in out and len(load(results)) == 1
+    trained = json.loads((Path(os.environ["HARNESS_RUNS_DIR"]) / "babi" / "lstm" / stored.name / "results.json")
+                         .read_text())
+    assert load(results)[0]["trained_at"] == trained["finished_at"]
+    assert load(results)[0]["code"]["commit"] == trained["git"]["commit"]
     _edit(stored, "results.json", lambda stored_results: stored_results["metrics"].update({"test/acc": 0.123}))
     assert main(["reproduce", stored.name, "--results-dir", str(results), "--record"]) == 1  # compared again
     checks = load(results)
