@@ -13,10 +13,10 @@ its figures compared, so that a claim "this run reproduces" can be traced like a
 ``cpu`` is how the two machines compare (:func:`harness.reproduce.cpu_relation`): ``same`` kind (family, model
 and vector kernels recorded by both and equal), ``other`` kind, or ``name`` (the same processor name, the stored run
 recording no model). ``trained_at``: when the run trained again finished (checks from before 1 December 2026 lack
-it); one training is recorded once, however often it is compared. ``largest``: the differing figure furthest apart, relative to the stored value. ``code.files``:
-the digest of each source file the run trained again under (checks from before 30 November 2026 lack it); a bit for
-bit check under edited files is the evidence that carries the reference runs over the edit
-(:mod:`harness.code_changes`).
+it); one training is recorded once, however often it is compared. ``largest``: the differing figure furthest
+apart, relative to the stored value. ``code.files``: the digest of each source file the run trained again under
+(checks from before 30 November 2026 lack it); a bit for bit check under edited files is the evidence that carries
+the reference runs over the edit (:mod:`harness.code_changes`).
 """
 
 from __future__ import annotations
