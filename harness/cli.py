@@ -258,8 +258,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
     from harness.publish import RESULTS_DIR, describe, publish
 
     results_dir = Path(args.to) if args.to else RESULTS_DIR
+    new_store = not results_dir.is_dir()
     published = publish(list(args.runs), Path(args.runs_dir) if args.runs_dir else None, results_dir)
     print(describe(published, results_dir))
+    if new_store:  # a misspelt --to would otherwise start a store of its own unnoticed
+        print(f"{results_dir} did not exist: it is a new reference store, holding these runs only")
     return 0
 
 

@@ -101,8 +101,11 @@ def test_publish_refuses_a_destination_it_cannot_write(env, tmp_path, capsys):
 def test_publish_names_a_run_twice_once(env, tmp_path, capsys):
     run, store = fake_run(tmp_path / "runs"), tmp_path / "store"
     assert main(["publish", run.name, run.name, str(run), "--to", str(store)]) == 0
-    assert capsys.readouterr().out.count("published ") == 1
+    out = capsys.readouterr().out
+    assert out.count("published ") == 1 and f"{store} did not exist: it is a new reference store" in out
     assert [p.name for p in store.glob("*/*/*")] == [run.name]
+    assert main(["publish", run.name, "--to", str(store)]) == 0  # the store exists now: no such line
+    assert "did not exist" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("config", "metrics", "fragment"), [
