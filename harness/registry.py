@@ -201,11 +201,16 @@ def _entry_form(value: Any, key: str, path: Path, optional: bool = False) -> str
     text = "" if value is None else str(value)
     if optional and not text:
         return text
-    module, sep, attr = text.partition(":")
-    if not (sep and attr.isidentifier() and all(part.isidentifier() for part in module.split("."))):
+    if not well_formed_entry(text):
         raise UserError(f"{path}: spec.{key} '{text}' is not of the form 'package.module:Name' (e.g. "
                         "models.lstm.model:LSTMModel)")
     return text
+
+
+def well_formed_entry(text: str) -> bool:
+    """Whether ``text`` has the form ``package.module:Name`` (dotted identifiers, a colon, an identifier)."""
+    module, sep, attr = text.partition(":")
+    return bool(sep) and attr.isidentifier() and all(part.isidentifier() for part in module.split("."))
 
 
 def task_spec_from_yaml(path: Path) -> TaskSpec:
@@ -424,8 +429,8 @@ def _declared_in(entry: str) -> str:
 def load_entry(entry: str) -> Any:
     """Import ``module:attr`` lazily; a module or attribute that does not exist is a UserError naming the YAML file
     and key that declare it (an import error inside the module itself is raised as it is)."""
-    module_name, sep, attr = entry.partition(":")
-    if not sep or not module_name or not attr:
+    module_name, _, attr = entry.partition(":")
+    if not well_formed_entry(entry):
         raise UserError(f"{_declared_in(entry)}: '{entry}' is not of the form 'package.module:Name'")
     try:
         module = importlib.import_module(module_name)

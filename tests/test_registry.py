@@ -1,6 +1,5 @@
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -50,13 +49,13 @@ def test_incompatible_pair_names_the_reason_and_the_models_that_fit():
     assert "models that fit toy_stream: toy_stream_reader" in str(info.value)
 
 
-def test_list_imports_no_heavy_library_and_is_fast():
-    code = ("import sys, time; t = time.perf_counter(); from harness.cli import main; main(['list']); "
+def test_list_imports_no_heavy_library():
+    """What keeps `harness list` quick, checked without a clock (a timed test fails on a loaded machine): it imports
+    none of the heavy libraries."""
+    code = ("import sys; from harness.cli import main; main(['list']); "
             "heavy = [m for m in ('torch', 'lightning', 'ray', 'wandb') if m in sys.modules]; "
-            "assert not heavy, heavy; print('elapsed', time.perf_counter() - t)")
-    start = time.perf_counter()
+            "assert not heavy, heavy")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert time.perf_counter() - start < 2.0
     assert "babi" in done.stdout and "Task x model" in done.stdout
 
 
