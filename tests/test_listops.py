@@ -182,6 +182,8 @@ def test_reader_reads_lra_files_with_crlf_lines(tmp_path: Path):
         ("lra", "label\texpression\n[SM 6 5 ]\t1\n", ":1: expected the header"),
         ("original", "", ": the file is empty"),
         ("lra", "Source\tTarget\n", ": no examples"),
+        ("lra", "Source\tTarget\n[SM 6 5 ]\t1\n\t\n", ":3: a line of only spaces or tabs"),
+        ("original", "1\t[SM 6 5 ]\n \n", ":2: a line of only spaces or tabs"),
     ],
 )
 def test_malformed_files_are_one_line_errors_naming_file_and_line(tmp_path: Path, layout: str, text: str,
@@ -193,6 +195,12 @@ def test_malformed_files_are_one_line_errors_naming_file_and_line(tmp_path: Path
     message = str(error.value)
     assert message.startswith(f"{path}{where}"), message
     assert "\n" not in message
+
+
+def test_empty_lines_between_examples_are_skipped(tmp_path: Path):
+    path = tmp_path / "test.tsv"
+    path.write_text("1\t[SM 6 5 ]\n\n9\t[MAX 2 9 ]\n")
+    assert read_file(path, "original").labels.tolist() == [1, 9]
 
 
 def test_a_wrong_label_is_kept_and_counted(tmp_path: Path):

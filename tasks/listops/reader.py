@@ -16,9 +16,10 @@ removed and the rest split on whitespace; ``]`` is a token of its own. So the to
 ``length`` (operators, digits and closing brackets). Token ids: the fixed vocabulary of
 :mod:`tasks.listops.evaluate`.
 
-A malformed file (not UTF-8, cut mid-line, empty, a missing tab, a label that is not 0-9, an unknown token,
-unbalanced brackets or parentheses) raises :class:`harness.errors.DataFormatError`, one line naming the file and
-line. A label that disagrees with the expression's value is kept as given and counted (``mismatched``).
+Empty lines are skipped. A malformed file (not UTF-8, cut mid-line, empty, a line of only spaces or tabs, a
+missing tab, a label that is not 0-9, an unknown token, unbalanced brackets or parentheses) raises
+:class:`harness.errors.DataFormatError`, one line naming the file and line. A label that disagrees with the
+expression's value is kept as given and counted (``mismatched``).
 """
 
 from __future__ import annotations
@@ -96,8 +97,11 @@ def read_file(path: Path, layout: str) -> Examples:
                 raise DataFormatError(f"{path}:1: expected the header 'Source<TAB>Target' of an LRA ListOps file, "
                                       f"got {line[:60]!r}")
             continue
+        if not line:
+            continue  # an empty line: a file written with a blank line between examples loses nothing
         if not line.strip():
-            continue
+            raise DataFormatError(f"{path}:{lineno}: a line of only spaces or tabs (an example that lost its "
+                                  f"text?), got {line[:60]!r}")
         fields = line.split("\t")
         if len(fields) != 2:
             want = "expression<TAB>label" if layout == "lra" else "label<TAB>expression"
