@@ -75,8 +75,13 @@ def _satisfied(have: Any, want: Any) -> bool:
 
 
 def _shown(value: Any) -> str:
+    """A setting as the config files and overrides spell it (``null``, ``true``), not as Python prints it."""
     if value is _ABSENT:
         return "unset"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, dict) and "any_of" in value:
         return " or ".join(_shown(v) for v in value["any_of"])
     if isinstance(value, dict) and "contains" in value:
