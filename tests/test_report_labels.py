@@ -21,3 +21,19 @@ def test_null_and_booleans_read_as_the_config_spells_them() -> None:
         "max_time_s 1080 ≠ null", "shuffle false ≠ true"]
     assert differences(_run({"max_time_s": None, "shuffle": True}), settings) == []
     assert differences(_run({}), {"train.max_time_s": 600}) == ["max_time_s unset ≠ 600"]
+
+
+def test_a_published_figure_reads_with_its_unit_after_the_number() -> None:
+    """The page writes a fact's unit after its published text: a text that goes on past the number (a remark
+    in brackets) read "≈ 90 (the only one of the five to reach 90) %"; the remark belongs in the note."""
+    from reports.papers import load_papers
+    from reports.tables import fact_rows
+
+    papers = load_papers(Path(__file__).resolve().parents[1] / "reports" / "papers")
+    for paper in papers:
+        for fact in paper.facts:
+            if fact.published is not None and fact.unit and fact.published_text:
+                assert not fact.published_text.rstrip().endswith(")"), (paper.name, fact.id)
+    predinet = next(paper for paper in papers if paper.name == "predinet")
+    row = next(r for r in fact_rows(predinet.facts, [], Path("/nonexistent")) if r["id"] == "stage3_predinet")
+    assert (row["published"], row["unit"]) == ("≈ 90", "%")
