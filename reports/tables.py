@@ -383,9 +383,10 @@ def curve_progress(run: RunRecord) -> dict[str, int]:
 
 
 def progress(run: RunRecord) -> dict[str, Any]:
-    """Steps and epochs: from ``results.json``, which a run still running (or killed) has not brought up to date,
-    so for such a run from its curves so far (:func:`curve_progress`)."""
-    found = {"steps": run.results.get("steps", "–"), "epochs": run.results.get("epochs", "–")}
+    """Steps and epochs as shown (thousands separated, as everywhere else): from ``results.json``, which a run still
+    running (or killed) has not brought up to date, so for such a run from its curves so far
+    (:func:`curve_progress`)."""
+    found = {key: fmt_count(run.results[key]) if key in run.results else "–" for key in ("steps", "epochs")}
     for key, reached in curve_progress(run).items():
         found[key] = (f"{reached:,} (its curves so far)" if run.status == "running" else
                       f"{reached:,} (its curves, up to where it {_ENDED.get(run.status, 'ended')})")
@@ -616,7 +617,8 @@ def run_row(run: RunRecord, head: Headline = TEST_ACC) -> dict[str, Any]:
         "stale": run.is_stale,
         "variant": variant_label(run) if run.status != "unreadable" else "–",
         "acc": fmt(head.scale * acc) if acc is not None else "–",
-        "steps": run.results["env_steps"] if run.is_rl and "env_steps" in run.results else progress(run)["steps"],
+        "steps": fmt_count(run.results["env_steps"]) if run.is_rl and "env_steps" in run.results
+        else progress(run)["steps"],
         "wall": wall_time(run, fmt(float(wall), 0) if isinstance(wall, int | float) else "–"),
         "finished": run.results.get("finished_at") or "–",
     }
@@ -811,7 +813,7 @@ def stage_rows(run: RunRecord) -> list[dict[str, Any]]:
         acc = metrics.get(MAIN_METRIC)
         rows.append({"stage": name, "status": stage["status"],
                      "tasks": ", ".join(map(str, tasks)) if isinstance(tasks, list) else "–",
-                     "steps": results.get("steps", "–"),
+                     "steps": fmt_count(results.get("steps")),
                      "best": f"{best.get('metric')} = {fmt(best.get('value'), 4)} at step {best.get('step')}"
                      if best else "–",
                      "acc": fmt(100 * acc) if isinstance(acc, int | float) else "–"})

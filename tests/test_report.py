@@ -401,7 +401,7 @@ def test_index_rl_cells(site: tuple[Path, Path, list[Path]]) -> None:
     runs = html[html.index('id="runs-boxworld-relational"'):]
     runs = runs[:runs.index("</table>")]
     assert '<th class="num">eval win rate (%)</th><th class="num">env steps</th>' in runs
-    assert '<td class="num">60.0</td><td class="num">8007</td>' in runs
+    assert '<td class="num">60.0</td><td class="num">8,007</td>' in runs
     assert '<th class="num">test/acc (%)</th><th class="num">steps</th>' in html  # supervised groups unchanged
 
 

@@ -37,3 +37,21 @@ def test_a_published_figure_reads_with_its_unit_after_the_number() -> None:
     predinet = next(paper for paper in papers if paper.name == "predinet")
     row = next(r for r in fact_rows(predinet.facts, [], Path("/nonexistent")) if r["id"] == "stage3_predinet")
     assert (row["published"], row["unit"]) == ("≈ 90", "%")
+
+
+def test_steps_and_epochs_are_thousands_separated_like_every_other_count() -> None:
+    """The runs table mixed "1606" and "14,664 (its curves, up to where it diverged)" in one column, and the run
+    page's "steps / epochs" read "4458 / 16" where the rankings say "5,922 steps"."""
+    from reports.tables import TEST_ACC, progress, run_row, stage_rows
+
+    run = RunRecord(path=Path("x"), rel_path="x", task="babi", model="lstm", run_id="r", status="completed",
+                    results={"steps": 14664, "epochs": 16, "metrics": {"test/acc": 0.5}}, config={})
+    assert progress(run) == {"steps": "14,664", "epochs": "16"}
+    assert run_row(run, TEST_ACC)["steps"] == "14,664"
+    rl = RunRecord(path=Path("x"), rel_path="x", task="boxworld", model="mlp1", run_id="r", status="completed",
+                   results={"env_steps": 986218}, config={"rl": {}})
+    assert run_row(rl)["steps"] == "986,218"
+    assert progress(RunRecord(path=Path("x"), rel_path="x", task="babi", model="lstm", run_id="r",
+                              status="completed", results={}, config={})) == {"steps": "–", "epochs": "–"}
+    run.stages = {"1_scratch": {"status": "completed", "results": {"steps": 100000}}}
+    assert stage_rows(run)[0]["steps"] == "100,000"
