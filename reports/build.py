@@ -95,8 +95,21 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
         "dirty": "dirty tree" if dirty else "clean tree" if dirty is False else "dirty flag unknown",
         "started": results.get("started_at") or "–", "finished": results.get("finished_at") or "–",
         "error": results.get("error") or None,
+        "stack": _stack(run),
         **_provenance(results),
     }
+
+
+def _stack(run: RunRecord) -> str | None:
+    """For a run trained as a member of a stack (``bench --seeds``: ``stack`` in its results.json, the members'
+    run ids), who it trained with and that the wall time is the stack's, not its own; None for a run trained
+    alone."""
+    stack = run.results.get("stack")
+    if not isinstance(stack, list) or len(stack) < 2:
+        return None
+    others = [str(member) for member in stack if member != run.run_id]
+    return (f"one of {len(stack)} seeds trained together as one stacked model, with {', '.join(others)}; "
+            "the wall time is the whole stack's, shared by its members")
 
 
 def _reproducible(run: RunRecord) -> bool:

@@ -55,3 +55,21 @@ def test_steps_and_epochs_are_thousands_separated_like_every_other_count() -> No
                               status="completed", results={}, config={})) == {"steps": "–", "epochs": "–"}
     run.stages = {"1_scratch": {"status": "completed", "results": {"steps": 100000}}}
     assert stage_rows(run)[0]["steps"] == "100,000"
+
+
+def test_a_stacked_run_page_names_its_stack_and_whose_wall_time_it_shows() -> None:
+    """Three seeds trained as one stacked model share one wall time (56 min each on the index for the Relations
+    Game's mha); the run page said nothing of the stack, so it read as one seed's time."""
+    from reports.build import _stack
+
+    stack = ["rg-mha-cpu-s0-a", "rg-mha-cpu-s1-b", "rg-mha-cpu-s2-c"]
+    member = RunRecord(path=Path("x"), rel_path="x", task="relations_game", model="mha", run_id=stack[1],
+                       results={"stack": stack}, status="completed", config={})
+    text = _stack(member)
+    assert text is not None and text.startswith("one of 3 seeds trained together as one stacked model, with "
+                                                "rg-mha-cpu-s0-a, rg-mha-cpu-s2-c;")
+    assert "wall time is the whole stack's" in text
+    for alone in ({}, {"stack": [stack[0]]}, {"stack": None}):
+        assert _stack(RunRecord(path=Path("x"), rel_path="x", task="babi", model="m", run_id=stack[0],
+                                results=alone, status="completed", config={})) is None
+
