@@ -84,8 +84,8 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
     shown = tables.progress(run)
     return {
         **shown, "epochs": f"{shown['epochs']}{cut_short}",
-        "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at step {best.get('step')}, "
-                f"epoch {best.get('epoch')}" if best else "–",
+        "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at step {fmt_count(best.get('step'))}, "
+                f"epoch {fmt_count(best.get('epoch'))}" if best else "–",
         "stopped_by": tables.stop_rule(run) or "–",
         "same_checkpoint": _same_checkpoint(run), "reproducible": _reproducible(run),
         "wall": tables.wall_time(run, _number(results.get("wall_time_s"), " s")),
@@ -170,7 +170,7 @@ def _stepwise_info(run: RunRecord, floor: dict[str, Any]) -> dict[str, Any] | No
     return {
         "cycles": fmt_count(results.get("steps")), "validations": fmt_count(results.get("epochs")),
         "trajectory": trajectory,
-        "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at cycle {best.get('step')}"
+        "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at cycle {fmt_count(best.get('step'))}"
         if best else "–",
         "throughput": f"{fmt_count(rate)} world-steps/s (median over validation windows)"
         if isinstance(rate, int | float) and not isinstance(rate, bool) else "–",

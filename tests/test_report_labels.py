@@ -73,3 +73,14 @@ def test_a_stacked_run_page_names_its_stack_and_whose_wall_time_it_shows() -> No
         assert _stack(RunRecord(path=Path("x"), rel_path="x", task="babi", model="m", run_id=stack[0],
                                 results=alone, status="completed", config={})) is None
 
+
+def test_the_best_checkpoints_step_is_thousands_separated_too() -> None:
+    from reports.build import _run_info, _stepwise_info
+
+    best = {"metric": "val/acc", "value": 0.99, "step": 15250, "epoch": 15}
+    run = RunRecord(path=Path("x"), rel_path="x", task="babi", model="m", run_id="r", status="completed",
+                    results={"best": best, "steps": 15931, "epochs": 16}, config={})
+    assert _run_info(run)["best"] == "val/acc = 0.9900 at step 15,250, epoch 15"
+    stepwise = RunRecord(path=Path("x"), rel_path="x", task="world_of_numbers", model="m", run_id="r",
+                         status="completed", results={"best": best}, config={"stepwise": {"steps": 5}})
+    assert _stepwise_info(stepwise, {})["best"] == "val/acc = 0.9900 at cycle 15,250"  # type: ignore[index]
