@@ -90,7 +90,7 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
         "same_checkpoint": _same_checkpoint(run), "reproducible": _reproducible(run),
         "wall": tables.wall_time(run, _number(results.get("wall_time_s"), " s")),
         "throughput": ", ".join(f"{k} = {tables.fmt(v, 1)}" for k, v in sorted(throughput.items())) or "–",
-        "data_source": results.get("data_source") or "–", "device": results.get("device") or "–",
+        "data_source": results.get("data_source") or "–", "device": _device(results),
         "commit": git.get("commit") or "unknown",
         "dirty": "dirty tree" if dirty else "clean tree" if dirty is False else "dirty flag unknown",
         "started": results.get("started_at") or "–", "finished": results.get("finished_at") or "–",
@@ -98,6 +98,11 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
         "stack": _stack(run),
         **_provenance(results),
     }
+
+
+def _device(results: dict[str, Any]) -> str:
+    """The device a run records, "1 threads" (as the runner words every thread count) in the singular."""
+    return re.sub(r"\b1 threads\b", "1 thread", str(results.get("device") or "–"))
 
 
 def _stack(run: RunRecord) -> str | None:

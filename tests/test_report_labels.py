@@ -84,3 +84,11 @@ def test_the_best_checkpoints_step_is_thousands_separated_too() -> None:
     stepwise = RunRecord(path=Path("x"), rel_path="x", task="world_of_numbers", model="m", run_id="r",
                          status="completed", results={"best": best}, config={"stepwise": {"steps": 5}})
     assert _stepwise_info(stepwise, {})["best"] == "val/acc = 0.9900 at cycle 15,250"  # type: ignore[index]
+
+
+def test_a_single_thread_is_singular_on_the_run_page():
+    from reports.build import _device
+
+    assert _device({"device": "cpu, 1 threads"}) == "cpu, 1 thread"
+    assert _device({"device": "cpu, 1 threads (rl.num_gpus_per_learner=0)"}).startswith("cpu, 1 thread (")
+    assert _device({"device": "cpu, 12 threads"}) == "cpu, 12 threads" and _device({}) == "–"
