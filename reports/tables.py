@@ -619,9 +619,16 @@ def run_row(run: RunRecord, head: Headline = TEST_ACC) -> dict[str, Any]:
         "acc": fmt(head.scale * acc) if acc is not None else "–",
         "steps": fmt_count(run.results["env_steps"]) if run.is_rl and "env_steps" in run.results
         else progress(run)["steps"],
-        "wall": wall_time(run, fmt(float(wall), 0) if isinstance(wall, int | float) else "–"),
+        "wall": wall_time(run, fmt(float(wall), 0) if isinstance(wall, int | float) else "–") + _stack_mark(run),
         "finished": run.results.get("finished_at") or "–",
     }
+
+
+def _stack_mark(run: RunRecord) -> str:
+    """For a member of a stack (``stack`` in its results.json), `` (a stack of K)``: its wall time is the stack's,
+    shared by its members; '' for a run trained alone."""
+    stack = run.results.get("stack")
+    return f" (a stack of {len(stack)})" if isinstance(stack, list) and len(stack) > 1 else ""
 
 
 def run_groups(runs: list[RunRecord]) -> list[dict[str, Any]]:

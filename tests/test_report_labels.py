@@ -92,3 +92,15 @@ def test_a_single_thread_is_singular_on_the_run_page():
     assert _device({"device": "cpu, 1 threads"}) == "cpu, 1 thread"
     assert _device({"device": "cpu, 1 threads (rl.num_gpus_per_learner=0)"}).startswith("cpu, 1 thread (")
     assert _device({"device": "cpu, 12 threads"}) == "cpu, 12 threads" and _device({}) == "–"
+
+
+def test_the_runs_table_marks_a_stack_members_shared_wall_time():
+    from reports.tables import _stack_mark
+
+    class Member:
+        results = {"stack": ["a-s0", "a-s1", "a-s2"]}
+
+    class Alone:
+        results: dict = {}
+
+    assert _stack_mark(Member()) == " (a stack of 3)" and _stack_mark(Alone()) == ""  # type: ignore[arg-type]
