@@ -10,7 +10,8 @@ the validation the cap made part way through an epoch, for the optimiser steps i
 Each epoch's order, and each cycle's worlds, are drawn from the seed and CPU training is deterministic
 (harness/runners/supervised.py, harness/runners/stepwise.py), so on the same kind of CPU every figure comes back bit
 for bit; on another kind the arithmetic rounds differently, and the difference grows with training. The comparison
-says which it was.
+says which it was. The run trained again records the run it checks (``reproduces`` in its results.json): the
+report lists it but leaves it out of its comparisons, which count the checked run already.
 
 Exit code 0 when every figure is equal, 1 when one differs (or the training failed), 2 for a run that cannot be
 reproduced so (with the reason), 130 when interrupted.
@@ -277,6 +278,8 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
         print(f"no completed run {chosen.rebuilt.run_id} in {runs_dir} (the command's exit code: {code}): nothing to "
               "compare", file=sys.stderr)
         return INTERRUPTED if code == INTERRUPTED else 1
+    if not earlier:
+        now = _mark_reproduction(target, now, str(results["run_id"]))
     figures = compare(results, now)
     print(figure_table(figures))
     later = retested_splits(results)
@@ -295,6 +298,16 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
         else:
             print(f"recorded in {append(results_dir, check)}")
     return 0 if figures and all(figure.equal for figure in figures) else 1
+
+
+def _mark_reproduction(target: Path, now: dict[str, Any], of: str) -> dict[str, Any]:
+    """Note in the run just trained again (its results.json, ``reproduces``) the run it checks: the report lists it
+    with the store's runs but leaves it out of its comparisons, where it would count one run twice."""
+    from harness.runs import Run
+
+    marked = {**now, "reproduces": of}
+    Run(target).write_results(marked)
+    return marked
 
 
 def _completed(target: Path) -> dict[str, Any] | None:

@@ -95,7 +95,7 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
         "dirty": "dirty tree" if dirty else "clean tree" if dirty is False else "dirty flag unknown",
         "started": results.get("started_at") or "–", "finished": results.get("finished_at") or "–",
         "error": results.get("error") or None,
-        "stack": _stack(run),
+        "stack": _stack(run), "reproduces": run.reproduces,
         **_provenance(results),
     }
 
@@ -256,7 +256,8 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
             pages[name] = _error_page(env, nav, root, what, exc)
 
     present = [store for store in stores if store["exists"]]
-    matrix = tables.matrix(runs, papers)
+    compared = [run for run in runs if not run.reproduces]  # a reproduce check is listed, never compared again
+    matrix = tables.matrix(compared, papers)
     render("index.html", "", "the index", "index.html",
            title=SITE_TITLE, runs_found=bool(runs),
            no_runs_message=_no_runs_message(stores),
@@ -264,15 +265,15 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
                    for s in present] or [{"label": "the run store", "path": stores[0]["path"] if stores else "–",
                                           "n": 0}],
            n_runs=len(runs), status_summary=tables.status_summary(runs),
-           matrix=matrix, rankings=tables.rankings(runs), groups=tables.run_groups(runs),
+           matrix=matrix, rankings=tables.rankings(compared), groups=tables.run_groups(runs),
            papers=[{"page": p.page, "title": p.title, "citation": p.citation} for p in papers],
            provenance=tables.provenance(runs))
     for paper in papers:
         render(paper.page, "", f"the {paper.name} page", "paper.html",
                title=paper.title, paper=paper,
-               tables=[tables.compare_table(runs, table) for table in paper.tables],
-               facts=tables.fact_rows(paper.facts, runs, files_root),
-               figures=_markup_figures(figures.paper_figures(runs, paper)))
+               tables=[tables.compare_table(compared, table) for table in paper.tables],
+               facts=tables.fact_rows(paper.facts, compared, files_root),
+               figures=_markup_figures(figures.paper_figures(compared, paper)))
     kept = _FigureCache(figure_folder)
     pages.update(_run_pages(runs, env, nav, jobs, load_floor(files_root / "results"), kept))
     figure_cache.prune(figure_folder, kept.keys.values())

@@ -71,6 +71,13 @@ class RunRecord:
         return bool(self.stale)
 
     @property
+    def reproduces(self) -> str | None:
+        """The reference run this run trained again, when ``harness reproduce`` trained it (``reproduces`` in its
+        results.json): a check, not a configuration of its own, so the comparisons leave it out."""
+        value = self.results.get("reproduces")
+        return str(value) if value else None
+
+    @property
     def seed(self) -> Any:
         return self.results.get("seed", self.config.get("seed"))
 

@@ -615,7 +615,8 @@ def run_row(run: RunRecord, head: Headline = TEST_ACC) -> dict[str, Any]:
         "run_id": run.run_id, "page": run.page, "status": run.status, "gone": run.gone, "seed": run.seed,
         "origin": run.origin,
         "stale": run.is_stale,
-        "variant": variant_label(run) if run.status != "unreadable" else "–",
+        "variant": (variant_label(run) if run.status != "unreadable" else "–")
+        + (f" (a reproduce check of {run.reproduces})" if run.reproduces else ""),
         "acc": fmt(head.scale * acc) if acc is not None else "–",
         "steps": fmt_count(run.results["env_steps"]) if run.is_rl and "env_steps" in run.results
         else progress(run)["steps"],

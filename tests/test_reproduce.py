@@ -19,6 +19,7 @@ import yaml
 
 from harness.cli import main
 from harness.reproduce import Figure, compare, verdict
+from reports.build import main as build_report
 from tests.conftest import only_run
 from tests.test_report import write_rl_run, write_run
 
@@ -48,7 +49,14 @@ def test_a_run_trained_again_gives_every_figure_bit_for_bit_and_a_changed_figure
     assert "ended by its own rule (its epoch limit): training the same config" in out  # the smoke profile's 2 epochs
     figures = json.loads((stored / "results.json").read_text())["metrics"]
     assert f"every one of the {len(figures)} figures is equal, bit for bit" in out
-    assert (Path(env["HARNESS_RUNS_DIR"]) / "babi" / "lstm" / stored.name / "results.json").is_file()  # same run id
+    again_path = Path(env["HARNESS_RUNS_DIR"]) / "babi" / "lstm" / stored.name  # same run id
+    assert json.loads((again_path / "results.json").read_text())["reproduces"] == stored.name
+    site = Path(env["HARNESS_RUNS_DIR"]).parent / "site"  # listed as a check, left out of the comparisons
+    assert build_report(["--runs-dir", env["HARNESS_RUNS_DIR"], "--results-dir", str(stored.parents[2]),
+                         "--out", str(site)]) == 0
+    assert f"(a reproduce check of {stored.name})" in (site / "index.html").read_text()
+    pages = [page.read_text() for page in (site / "runs").glob("*.html")]
+    assert sum("<th>a reproduce check</th>" in page for page in pages) == 1
 
     _edit(stored, "results.json", lambda results: results["metrics"].update({"test/acc": 0.123}))
     assert main(again) == 1  # trained already: compared, not trained again
