@@ -38,7 +38,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from harness import PROJECT_ROOT
 from harness.errors import UserError, did_you_mean
-from harness.registry import KINDS, REGISTRY, Adapter, ModelSpec, Registry, TaskSpec, load_yaml_mapping
+from harness.registry import KINDS, REGISTRY, Adapter, ModelSpec, Registry, TaskSpec, load_yaml_mapping, project_path
 from harness.schema import KeyType, check_value, key_type, leaves, parse_entry
 
 PROFILES = ("smoke", "cpu", "paper")
@@ -96,13 +96,6 @@ def max_seed() -> int:
     return int(_harness_schema()["seed"]["max"])
 
 
-def _rel(path: Path | None) -> str:
-    if path is None:
-        return "registered spec"
-    try:
-        return str(path.relative_to(PROJECT_ROOT))
-    except ValueError:
-        return str(path)
 
 
 def _for_kind(layer: Any, kind: str, where: str, serves: tuple[str, ...],
@@ -238,16 +231,17 @@ def _pair_layers(task: TaskSpec, model: ModelSpec) -> tuple[dict[str, Any], dict
     data = _read(path)
     unknown = sorted(set(data) - {"config", "profiles", "description"})
     if unknown:
-        raise UserError(f"{_rel(path)}: unknown section(s) {', '.join(unknown)}; a pair file holds config and "
+        raise UserError(f"{project_path(path)}: unknown section(s) {', '.join(unknown)}; a pair file holds config and "
                         "profiles")
-    return data.get("config") or {}, data.get("profiles") or {}, _rel(path)
+    return data.get("config") or {}, data.get("profiles") or {}, project_path(path)
 
 
 def _schema_for(task: TaskSpec, model: ModelSpec, adapter: Adapter | None = None) -> dict[str, dict[str, Any]]:
     """The harness's declarations plus the task's, the model's and its adapter's, each only inside its own
     sections."""
     schema = dict(_harness_schema())
-    owners = [(_rel(task.source), task.schema, ("task.", "agent.")), (_rel(model.source), model.schema, ("model.",))]
+    owners = [(project_path(task.source), task.schema, ("task.", "agent.")),
+              (project_path(model.source), model.schema, ("model.",))]
     if adapter is not None:
         owners.append((f"models/adapters.yaml {adapter.shape}/{adapter.interface}", adapter.schema, ("model.",)))
     for where, declared, owned in owners:
@@ -416,7 +410,7 @@ def _compose_tree(task_name: str, model_name: str, profile: str, overrides: list
     task, model = registry.check_pair(task_name, model_name)
     kind = task.kind
     pair_config, pair_profiles, pair_where = _pair_layers(task, model)
-    task_where, model_where = _rel(task.source), _rel(model.source)
+    task_where, model_where = project_path(task.source), project_path(model.source)
     for where, spec_profiles in ((task_where, task.profiles), (model_where, model.profiles),
                                  (pair_where, pair_profiles)):
         _check_profile_names(where, spec_profiles)
@@ -439,7 +433,7 @@ def _compose_tree(task_name: str, model_name: str, profile: str, overrides: list
                    ((task_where, _defined_keys(task)), (model_where, _defined_keys(model))))
 
     profile_file = PROFILES_DIR / f"{profile}.yaml"
-    layers = [(_rel(profile_file), _read(profile_file), KINDS)]
+    layers = [(project_path(profile_file), _read(profile_file), KINDS)]
     for spec_where, profiles, serves in ((task_where, task.profiles, (task.kind,)),
                                          (model_where, model.profiles, model.kinds),
                                          (pair_where, pair_profiles, (kind,))):
@@ -517,7 +511,7 @@ def check_registry(registry: Registry = REGISTRY) -> int:
             if not registry.compatibility(task, model).ok:
                 pair = _pair_file(task, model)
                 if pair is not None:
-                    raise UserError(f"{_rel(pair)}: {model.name} cannot run on {task.name}, so this pair file "
+                    raise UserError(f"{project_path(pair)}: {model.name} cannot run on {task.name}, so this pair file "
                                     "is never used")
                 continue
             for profile in PROFILES:

@@ -78,9 +78,9 @@ def load_adapters(path: Path) -> dict[str, dict[str, Adapter]]:
     adapters: dict[str, dict[str, Adapter]] = {}
     for shape, entries in load_yaml_mapping(path).items():
         if not isinstance(entries, dict):
-            raise UserError(f"{path}: shape '{shape}' must map interfaces to adapters")
+            raise UserError(f"{project_path(path)}: shape '{shape}' must map interfaces to adapters")
         for interface, entry in entries.items():
-            where = f"{path}: {shape}/{interface}"
+            where = f"{project_path(path)}: {shape}/{interface}"
             if interface not in INTERFACES:
                 raise UserError(f"{where}: unknown interface; known: {', '.join(INTERFACES)}")
             if not isinstance(entry, dict):
@@ -148,7 +148,7 @@ class Compatibility:
 
 def _require(data: dict[str, Any], key: str, path: Path) -> Any:
     if key not in data:
-        raise UserError(f"{path}: the spec section has no '{key}'")
+        raise UserError(f"{project_path(path)}: the spec section has no '{key}'")
     return data[key]
 
 
@@ -157,14 +157,25 @@ def _require(data: dict[str, Any], key: str, path: Path) -> Any:
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def project_path(path: Path | str | None) -> str:
+    """A spec file as error messages name it: relative to the project root when inside it (as the config's
+    messages do), else as given."""
+    if path is None:
+        return "registered spec"
+    try:
+        return str(Path(path).resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)
+
+
 def load_yaml_mapping(path: Path) -> dict[str, Any]:
     """A YAML file whose top level is a mapping; anything else is a one-line error naming the file."""
     try:
         data = yaml.load(path.read_text(), Loader=_SAFE_LOADER) or {}
     except yaml.YAMLError as exc:
-        raise UserError(f"{path}: not valid YAML ({exc.__class__.__name__})") from None
+        raise UserError(f"{project_path(path)}: not valid YAML ({exc.__class__.__name__})") from None
     if not isinstance(data, dict):
-        raise UserError(f"{path}: expected a mapping at the top level")
+        raise UserError(f"{project_path(path)}: expected a mapping at the top level")
     return data
 
 
@@ -176,10 +187,10 @@ MODEL_SPEC_KEYS = ("name", "title", "shape", "interfaces", "kinds", "paper", "co
 def _check_spec_keys(spec: Any, known: tuple[str, ...], path: Path) -> dict[str, Any]:
     """The spec section as a mapping whose keys are all known: a misspelt key (``cores:``) would be ignored."""
     if not isinstance(spec, dict):
-        raise UserError(f"{path}: 'spec' must be a mapping")
+        raise UserError(f"{project_path(path)}: 'spec' must be a mapping")
     for key in spec:
         if key not in known:
-            raise UserError(f"{path}: spec has unknown key '{key}'{did_you_mean(str(key), known)}; "
+            raise UserError(f"{project_path(path)}: spec has unknown key '{key}'{did_you_mean(str(key), known)}; "
                             f"known: {', '.join(known)}")
     return spec
 
@@ -188,11 +199,11 @@ def _check_sections(data: dict[str, Any], path: Path) -> None:
     """A task or model file holds these sections only: a misspelt one would be silently ignored."""
     unknown = sorted(set(data) - set(SPEC_FILE_SECTIONS))
     if unknown:
-        raise UserError(f"{path}: unknown section(s) {', '.join(unknown)}"
+        raise UserError(f"{project_path(path)}: unknown section(s) {', '.join(unknown)}"
                         f"{did_you_mean(unknown[0], SPEC_FILE_SECTIONS)}; known: {', '.join(SPEC_FILE_SECTIONS)}")
     for section in ("config", "profiles", "schema"):
         if not isinstance(data.get(section) or {}, dict):
-            raise UserError(f"{path}: '{section}' must be a mapping")
+            raise UserError(f"{project_path(path)}: '{section}' must be a mapping")
 
 
 def _entry_form(value: Any, key: str, path: Path, optional: bool = False) -> str:
@@ -202,7 +213,7 @@ def _entry_form(value: Any, key: str, path: Path, optional: bool = False) -> str
     if optional and not text:
         return text
     if not well_formed_entry(text):
-        raise UserError(f"{path}: spec.{key} '{text}' is not of the form 'package.module:Name' (e.g. "
+        raise UserError(f"{project_path(path)}: spec.{key} '{text}' is not of the form 'package.module:Name' (e.g. "
                         "models.lstm.model:LSTMModel)")
     return text
 
@@ -220,10 +231,11 @@ def task_spec_from_yaml(path: Path) -> TaskSpec:
     interface = _require(spec, "interface", path)
     kind = spec.get("kind", "supervised")
     if interface not in INTERFACES:
-        raise UserError(f"{path}: interface '{interface}'{did_you_mean(str(interface), INTERFACES)} is not one of "
-                        f"{', '.join(INTERFACES)}")
+        raise UserError(f"{project_path(path)}: interface '{interface}'{did_you_mean(str(interface), INTERFACES)} "
+                        f"is not one of {', '.join(INTERFACES)}")
     if kind not in KINDS:
-        raise UserError(f"{path}: kind '{kind}'{did_you_mean(str(kind), KINDS)} is not one of {', '.join(KINDS)}")
+        raise UserError(f"{project_path(path)}: kind '{kind}'{did_you_mean(str(kind), KINDS)} is not one of "
+                        f"{', '.join(KINDS)}")
     return TaskSpec(
         name=_require(spec, "name", path),
         title=spec.get("title", ""),
@@ -247,14 +259,14 @@ def model_spec_from_yaml(path: Path) -> ModelSpec:
     interfaces = spec.get("interfaces") or {}
     unknown = sorted(set(interfaces) - set(INTERFACES))
     if unknown:
-        raise UserError(f"{path}: unknown interface(s) {', '.join(unknown)}"
+        raise UserError(f"{project_path(path)}: unknown interface(s) {', '.join(unknown)}"
                         f"{did_you_mean(str(unknown[0]), INTERFACES)}; known: {', '.join(INTERFACES)}")
     kinds = spec.get("kinds", ["supervised"])
     if isinstance(kinds, str) or not isinstance(kinds, list) or not kinds:
-        raise UserError(f"{path}: spec.kinds must be a list, e.g. [supervised] or [supervised, rl]")
+        raise UserError(f"{project_path(path)}: spec.kinds must be a list, e.g. [supervised] or [supervised, rl]")
     for kind in kinds:
         if kind not in KINDS:
-            raise UserError(f"{path}: spec.kinds has '{kind}'{did_you_mean(str(kind), KINDS)}, "
+            raise UserError(f"{project_path(path)}: spec.kinds has '{kind}'{did_you_mean(str(kind), KINDS)}, "
                             f"not one of {', '.join(KINDS)}")
     return ModelSpec(
         name=_require(spec, "name", path),
@@ -300,11 +312,11 @@ class Registry:
             if spec.name in models:
                 raise UserError(f"model '{spec.name}' is declared twice: {models[spec.name].source} and {path}")
             if spec.shape not in self.adapters:
-                raise UserError(f"{path}: shape '{spec.shape}' is not one of {', '.join(self.adapters)} "
+                raise UserError(f"{project_path(path)}: shape '{spec.shape}' is not one of {', '.join(self.adapters)} "
                                 "(models/adapters.yaml)")
             models[spec.name] = with_adapters(spec, self.adapters)
             if not models[spec.name].interfaces:
-                raise UserError(f"{path}: {spec.name} reads no interface, so it runs on no task: "
+                raise UserError(f"{project_path(path)}: {spec.name} reads no interface, so it runs on no task: "
                                 f"{_why_no_interface(spec, self.adapters)}")
         self._tasks, self._models = tasks, models
 
@@ -412,17 +424,17 @@ def _declared_in(entry: str) -> str:
     for task in REGISTRY.tasks.values():
         for key in ("entry", "data_check", "describe"):
             if getattr(task, key) == entry:
-                return f"{task.source}: spec.{key}"
+                return f"{project_path(task.source)}: spec.{key}"
     for model in REGISTRY.models.values():
         if model.core == entry:
-            return f"{model.source}: spec.core"
+            return f"{project_path(model.source)}: spec.core"
         for interface, own in model.interfaces.items():
             if own == entry and interface not in model.adapted:
-                return f"{model.source}: spec.interfaces.{interface}"
+                return f"{project_path(model.source)}: spec.interfaces.{interface}"
     for shape, adapters in REGISTRY.adapters.items():
         for interface, adapter in adapters.items():
             if adapter.entry == entry:
-                return f"{REGISTRY.root / 'models' / 'adapters.yaml'}: {shape}/{interface}/entry"
+                return f"{project_path(REGISTRY.root / 'models' / 'adapters.yaml')}: {shape}/{interface}/entry"
     return f"entry '{entry}'"
 
 

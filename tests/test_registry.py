@@ -69,3 +69,13 @@ def test_list_prints_reasons_for_empty_cells(capsys):
         REGISTRY._extra_tasks.pop("toy_stream")
     out = capsys.readouterr().out
     assert "toy_stream" in out and "tpr_rnn reads image/sequence/story; toy_stream gives stream" in out
+
+
+def test_spec_files_are_named_relative_to_the_project_in_every_message(tmp_path):
+    """Every registry and config message names a spec file as `models/gru/gru.yaml` (some gave the absolute path)."""
+    from harness import PROJECT_ROOT
+    from harness.registry import project_path
+
+    assert project_path(PROJECT_ROOT / "models" / "gru" / "gru.yaml") == "models/gru/gru.yaml"
+    assert project_path(tmp_path / "gru.yaml") == str(tmp_path / "gru.yaml")  # outside the project: as given
+    assert project_path(None) == "registered spec"

@@ -702,9 +702,9 @@ def _with_pair_file_hint(composed: Composed, exc: UserError) -> UserError:
     if pair.exists():
         return exc
     others = sorted(pair.parent.glob("*.yaml"))
-    like = f", as {config_lib._rel(others[0])} does" if others else ""
-    return UserError(f"{said}; set it for this pair in {config_lib._rel(pair)} (config: {{model: ...}}{like}) or "
-                     "on the command line")
+    like = f", as {config_lib.project_path(others[0])} does" if others else ""
+    return UserError(f"{said}; set it for this pair in {config_lib.project_path(pair)} (config: {{model: ...}}{like}) "
+                     "or on the command line")
 
 
 def _construction_error(composed: Composed, exc: Exception) -> UserError:
