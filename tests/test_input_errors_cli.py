@@ -234,3 +234,11 @@ def test_a_key_given_twice_is_refused_beside_seeds_and_by_retest(env, capsys, tm
 def test_a_key_given_twice_with_one_value_is_kept(env, capsys):
     assert main(["validate", *BABI_LSTM, "optim.lr=0.5", "optim.lr=0.5"]) == 0
     assert "lr: 0.5" in capsys.readouterr().out
+
+
+def test_a_stack_whose_learning_rates_would_differ_is_refused_as_other_unstackable_runs_are(env, capsys, tmp_path):
+    refused(capsys, ["bench", "--task", "babi", "--model", "tpr_rnn", "--profile", "smoke", "--seeds", "0,1",
+                     "--runs-dir", str(tmp_path / "runs"), "task.source=generator"],
+            "tpr_rnn cannot train as a stack on babi (optim.decay_below_val_loss would give the members different "
+            "learning rates): run the seeds one by one with --seed")
+    assert not (tmp_path / "runs").exists()

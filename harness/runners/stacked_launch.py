@@ -86,7 +86,9 @@ def unstackable_reason(composed: Composed) -> str | None:
         return (f"--seeds stacks single-protocol runs only; this run's protocol is {protocol}: run one seed at a "
                 "time with --seed")
     if composed.cfg.optim.decay_below_val_loss is not None:
-        return "optim.decay_below_val_loss would give the members different learning rates: run them one by one"
+        return (f"{composed.cfg.model.name} cannot train as a stack on {composed.task.name} "
+                "(optim.decay_below_val_loss would give the members different learning rates): run the seeds one by "
+                "one with --seed")
     if composed.cfg.train.get("max_steps") is not None:
         return ("train.max_steps is not implemented for stacks (they stop at an epoch's end or at the time cap): "
                 "run the seeds one by one with --seed")
