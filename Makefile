@@ -2,7 +2,8 @@
 #   make bench TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [SEED=0 | SEEDS=0,1,2] [ARGS="optim.lr=3e-4 task.babi_id=2"] [FORCE=1]
 #   make sweep SWEEP=sweeps/<name>.yaml [CELLS='babi/*'] [ONLY=task.babi_id=1,8] [SEEDS=0,1,2] | make report | make publish RUNS="<run_id> ..." | make readme
 #   make reproduce RUN=<run_id> | UNCHECKED=1 [MINUTES=60] [JOBS=2] [RECORD=1] (train reference runs again, compare every figure)
-#   make test [TEST_WORKERS=2] | make lint | make list | make perf | make perf-publish | make sync | make clean
+#   make validate TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [ARGS=...] (the composed config, data and model; nothing trained) | make runs
+#   make test [TEST_WORKERS=2] | make lint | make list | make perf | make perf-publish | make sync | make install | make clean
 
 PYTHON ?= python3
 VENV := .venv
@@ -23,7 +24,7 @@ TEST_WORKERS ?= 2
 .PHONY: help install bench list sweep report runs publish reproduce readme validate test lint perf perf-publish sync clean
 
 help:
-	@sed -n '1,6p' Makefile
+	@sed -n '1,7p' Makefile
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
