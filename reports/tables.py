@@ -179,9 +179,13 @@ def matrix(runs: list[RunRecord], papers: list[PaperSpec]) -> dict[str, Any]:
 
 def setting_label(run: RunRecord) -> str:
     """What a run was measured under, apart from its model: ``base_label`` plus, where the task reads files,
-    its data set and source (bAbI on the official files is not ranked with bAbI on generated data)."""
-    data = [str(value) for value in (cfg_get(run.config, "task.data_set"), cfg_get(run.config, "task.source"))
-            if value is not None]
+    its data set and source (bAbI on the official files is not ranked with bAbI on generated data); the data set
+    only where the run read files (one trained on generated data and tested on it read none)."""
+    source = cfg_get(run.config, "task.source")
+    test_on = cfg_get(run.config, "task.test_on")
+    reads_files = source != "generator" or (isinstance(test_on, list) and "files" in test_on)
+    data_set = cfg_get(run.config, "task.data_set") if reads_files else None
+    data = [str(value) for value in (data_set, source) if value is not None]
     data += [f"files also from {other}" for other in other_sets_read(run)]  # a set's missing file
     return base_label(run) + (f" ({', '.join(data)})" if data else "")
 

@@ -474,7 +474,7 @@ def test_rankings_compare_models_only_within_one_setting(tmp_path: Path):
     ranked = {row["setting"]: [(e["rank"], e["model"], e["text"]) for e in row["entries"]] for row in rankings(records)}
     assert ranked == {"task 1 [cpu] (en-10k, files)": [(1, "mha", "100.0"), (2, "tpr_rnn", "99.9"),
                                                        (3, "lstm", "52.0")],
-                      "task 1 [cpu] (en-10k, generator)": [(1, "lstm", "99.0")],
+                      "task 1 [cpu] (generator)": [(1, "lstm", "99.0")],
                       "task 2 [cpu] (en-10k, files)": [(1, "relational", "90.0")]}
 
 

@@ -35,3 +35,10 @@ def test_the_ranked_view_names_the_fallback_in_its_setting() -> None:
     assert setting_label(fallback).endswith("(en-10k, files, files also from en)")
     own = _run(["babi/en-10k/qa3_three-supporting-facts_test.txt"])
     assert setting_label(own).endswith("(en-10k, files)")
+
+
+def test_a_run_on_generated_data_names_no_data_set_it_never_read() -> None:
+    generated = _run([], source="generator")
+    assert setting_label(generated).endswith("(generator)")
+    generated.config["task"]["test_on"] = ["files"]  # tested on the official files too: their data set counts
+    assert setting_label(generated).endswith("(en-10k, generator)")
