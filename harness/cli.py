@@ -421,7 +421,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     statuses = [listed_status(row) for row in rows]  # each a process check: once per run
     table = [["run_id", "status", "held-out metrics"]]
     for row, status in zip(rows, statuses, strict=True):
-        shown = status + (", stale" if listing.stale(row) else "")
+        shown = (status + (", stale" if listing.stale(row) else "")
+                 + (f", a reproduce check of {row['reproduces']}" if row.get("reproduces") else ""))
         table.append([str(row.get("run_id")), shown, _headline(row.get("metrics") or {})])
     print(_table(table))
     gone = statuses.count(GONE)

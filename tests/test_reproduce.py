@@ -51,6 +51,9 @@ def test_a_run_trained_again_gives_every_figure_bit_for_bit_and_a_changed_figure
     assert f"every one of the {len(figures)} figures is equal, bit for bit" in out
     again_path = Path(env["HARNESS_RUNS_DIR"]) / "babi" / "lstm" / stored.name  # same run id
     assert json.loads((again_path / "results.json").read_text())["reproduces"] == stored.name
+    capfd.readouterr()
+    assert main(["runs"]) == 0
+    assert f"completed, a reproduce check of {stored.name}" in capfd.readouterr().out
     site = Path(env["HARNESS_RUNS_DIR"]).parent / "site"  # listed as a check, left out of the comparisons
     assert build_report(["--runs-dir", env["HARNESS_RUNS_DIR"], "--results-dir", str(stored.parents[2]),
                          "--out", str(site)]) == 0
