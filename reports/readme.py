@@ -553,6 +553,11 @@ def _training(run: RunRecord) -> str:
     limit = cfg_get(run.config, "train.max_epochs")
     ended = _ended_by(run)
     part = last_epoch_part(run)  # the time cap cut the last epoch short: it counts as the part trained
+    steps, stop = run.results.get("steps"), run_stop(run)
+    if part is None and epochs == 1 and isinstance(steps, int) and stop is not None and stop.kind == "cap":
+        # the cap struck in the first epoch and validated there, once: how much of the epoch that was, no earlier
+        # validation tells (results.json counts it as epoch 1), so the steps are what it trained
+        return f"{steps:,} steps, within the first of {limit} epochs ({ended}), tested at its one validation"
     trained = epochs_text(epochs - 1 + part) if part is not None and isinstance(epochs, int) else epochs
     shown = f"{trained} of {limit} epochs" + (f" ({ended})" if ended else "")
     if not isinstance(best.get("epoch"), int):
@@ -610,7 +615,8 @@ def matrix_section(runs: list[RunRecord], papers: list[PaperSpec]) -> list[str]:
             "throughput stands beside its cap: how far it got depends on the machine's speed, which was not the same "
             "for every seed of a cell; the cap stops training part way through an epoch and validates there, so its "
             "epochs count that last one as the part trained (9.4 of 10), and a best epoch of 9.4 is that "
-            "validation. Its ListOps and Pathfinder cells are in the Long Range Arena table above, its "
+            "validation; a run the cap stopped within its first epoch, which validated only there, gives the steps "
+            "it trained. Its ListOps and Pathfinder cells are in the Long Range Arena table above, its "
             "world-state cells in the world-state tables.", "", *_table(header, rows)]
 
 

@@ -467,6 +467,31 @@ def test_a_last_epoch_cut_short_by_the_time_cap_counts_as_the_part_trained_and_n
     assert [epochs_text(n) for n in (6, 5.13, 15.08, 0.25)] == ["6", "5.1", "15.0", "0.2"]
 
 
+def test_a_run_the_time_cap_stopped_within_its_first_epoch_gives_its_steps_not_a_whole_epoch():
+    """A run the cap stopped before its first epoch ended validated once, there: results.json counts that as epoch 1,
+    and no earlier validation gives the epoch's length, so the training column gives the steps it trained (e.g. 161
+    of an epoch of 625), not "1 of 20 epochs, best at epoch 1". A first epoch that a target ended is a whole one."""
+    import pandas as pd
+
+    from reports.readme import _training
+    from reports.store import RunRecord
+
+    def run(steps: int, value: float = 0.2, **train: object) -> RunRecord:
+        config = {"train": {"max_epochs": 20, "max_time_s": 600, "monitor": "val/acc", "monitor_mode": "max",
+                            "stop_at": None, "early_stop_patience": 10, **train}}
+        results = {"epochs": 1, "steps": steps, "throughput": {"train/examples_per_s": 9.2},
+                   "best": {"metric": "val/acc", "value": value, "step": steps, "epoch": 1}}
+        curves = pd.DataFrame([{"step": 50, "epoch": 0, "train/loss": 2.2},
+                               {"step": steps, "epoch": 0, "val/acc": value}])
+        return RunRecord(path=Path("r"), rel_path="r", task="listops", model="lstm", run_id="r", results=results,
+                         status="completed", config=config, curves=curves)
+
+    assert _training(run(161)) == \
+        "161 steps, within the first of 20 epochs (10-minute cap, 9 examples/s), tested at its one validation"
+    assert _training(run(1250, value=1.0, stop_at=1.0)) == "1 of 20 epochs (val/acc reached 1.0), best at epoch 1"
+    assert _training(run(161, max_time_s=None)) == "1 of 20 epochs, best at epoch 1"  # no cap: no rule known
+
+
 def test_a_capped_runs_tested_checkpoint_is_an_epoch_budget_where_it_closed_a_whole_epoch_else_a_step_budget():
     """checkpoint_budget: the epochs that reach a capped run's best checkpoint without the cap; none where that
     checkpoint is the cut-short epoch's, where the curves cannot tell, for a run not capped, on a GPU, in a stack
