@@ -43,9 +43,11 @@ def section(results_dir: Path) -> list[str]:
             for check in checks]
     bit_for_bit = sum(exact(check) for check in checks)
     runs = len({check["run_id"] for check in checks})
+    runs_exact = sum(exact(check) for check in latest(checks).values())
     return ["### Reproduced (`harness reproduce RUN --record`)", "",
             f"Reference runs trained again and every figure they reported compared ({len(checks)} checks of {runs} "
-            f"runs; {bit_for_bit} came back bit for bit). A supervised run the time cap stopped trains the epochs up "
+            f"runs; {bit_for_bit} of the checks came back bit for bit, and the latest check of {runs_exact} of the "
+            f"{runs} runs). A supervised run the time cap stopped trains the epochs up "
             "to its tested checkpoint without the cap (the steps up to it, where it came part way through an epoch), a "
             "stepwise one its outer cycles; \"CPU\" says whether the two "
             f"machines were of one kind (family, model and vector kernels). Stored in `results/{FILE}`. `harness "
