@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness import PROJECT_ROOT
-from harness.errors import INTERRUPTED, SweepStopped, UserError, did_you_mean
+from harness.errors import INTERRUPTED, SweepStopped, UserError, did_you_mean, listed
 from harness.fetch_catalogue import CATALOGUE
 from harness.registry import REGISTRY
 
@@ -374,8 +374,7 @@ def _check_babi_args(args: argparse.Namespace) -> None:
     held = [name for babi_id in dict.fromkeys(args.ids) for split in ("train", "test")
             if (out / (name := file_name(babi_id, split))).exists()]
     if held and not args.force:
-        shown = ", ".join(held[:2]) + (f" and {len(held) - 2} more" if len(held) > 2 else "")
-        raise UserError(f"data babi --out {args.out} already holds {shown}; --force replaces "
+        raise UserError(f"data babi --out {args.out} already holds {listed(held, 2)}; --force replaces "
                         f"{'it' if len(held) == 1 else 'them'} with generated data, or choose another --out")
 
 
@@ -520,8 +519,8 @@ class HarnessParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         choice = re.fullmatch(r"argument (.+?): invalid choice: '(.*)' \(choose from (.*)\)", message)
         if choice:  # a misspelt subcommand: with a did-you-mean
-            what, given, listed = choice.groups()
-            names = re.findall(r"'([^']*)'", listed) or [name.strip() for name in listed.split(",")]
+            what, given, offered = choice.groups()
+            names = re.findall(r"'([^']*)'", offered) or [name.strip() for name in offered.split(",")]
             command = what == "command" or what.startswith("{")  # a subcommand's name
             message = (f"{'' if command else f'argument {what}: '}invalid choice: '{given}'"
                        f"{did_you_mean(given, names)}; {'commands' if command else 'choose from'}: {', '.join(names)}")

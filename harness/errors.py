@@ -34,3 +34,9 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """A ' (did you mean X?)' suffix for the closest choice, or '' when nothing is close."""
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def listed(names: list[str], shown: int) -> str:
+    """The first ``shown`` names, comma-separated, and how many more: ``a, b and 3 more``."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more

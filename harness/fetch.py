@@ -31,7 +31,7 @@ import zlib
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.errors import UserError
+from harness.errors import UserError, listed
 from harness.fetch_catalogue import Dataset, Resource, lookup
 from harness.fetch_http import download, human
 from harness.paths import check_writable_folder
@@ -192,7 +192,7 @@ def check_layout(dataset: Dataset, staging: Path, files: list[Path], urls: list[
     if not dataset.layout or any((staging / entry).exists() for entry in dataset.layout):
         return
     held = sorted(entry.name for entry in staging.iterdir())
-    shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "") if held else "nothing"
+    shown = listed(held, 4) if held else "nothing"
     for file in files:
         _delete_download(file)
     raise UserError(f"{dataset.name}: {', '.join(urls)} unpacked to {shown}, without {' or '.join(dataset.layout)}, "
@@ -245,7 +245,7 @@ def fetch(name: str, dest: str | None = None, url: str | None = None, sha256: st
         return target
     held = sorted(entry.name for entry in target.iterdir() if not entry.name.startswith(".")) if target.is_dir() else []
     if held and not force:  # data put there by hand (or by another tool): never replaced unasked
-        shown = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
+        shown = listed(held, 4)
         print(f"{name}: {target} already holds data this command did not fetch ({shown}); the loaders read it as it "
               f"is. --force downloads {name} and replaces same-named entries")
         return target

@@ -38,7 +38,7 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from harness.errors import UserError
+from harness.errors import UserError, listed
 from harness.paths import check_can_create_in
 from harness.runs import check_named_store, check_store_root, default_runs_dir, store_named_as
 from reports import figure_cache, figures, tables
@@ -466,7 +466,7 @@ def build_report(runs_dir: Path, out_dir: Path, papers_dir: Path = PAPERS_DIR,
         shutil.rmtree(staging, ignore_errors=True)
     unreadable = [run.run_id for run in runs if run.status == UNREADABLE]
     if unreadable:  # the index marks them; the terminal should say so too
-        shown = ", ".join(unreadable[:3]) + (f" and {len(unreadable) - 3} more" if len(unreadable) > 3 else "")
+        shown = listed(unreadable, 3)
         print(f"report: {len(unreadable)} run{'s' if len(unreadable) > 1 else ''} could not be read and "
               f"{'are' if len(unreadable) > 1 else 'is'} marked unreadable: {shown}", file=sys.stderr)
     order = ["index.html", *(p.page for p in papers), *(r.page for r in runs)]

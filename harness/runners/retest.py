@@ -26,7 +26,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from harness.config import Composed, recompose
 from harness.data import TARGET, TaskData, TensorDictDataset
-from harness.errors import UserError
+from harness.errors import UserError, listed
 from harness.paths import check_can_create_in, data_dir, data_dir_label
 from harness.provenance import code_files, fingerprint, git_info
 from harness.publish import find_run
@@ -119,7 +119,7 @@ def reload_run(name: str, overrides: list[str], runs_dir: Path | None, doing: st
         if not missing_files:
             raise
         raise UserError(f"{run.path.name} read data files not found now under {data_dir()} ({data_dir_label()}): "
-                        f"{_listed(missing_files)}; the run cannot be {doing} without them: put them back (`harness "
+                        f"{listed(missing_files, 2)}; the run cannot be {doing} without them: put them back (`harness "
                         "data fetch` downloads the releases it knows) or point HARNESS_DATA_DIR at them") from None
     if own_data or recorded_data is not None:
         check_same_data(run, (results.get("data") or {}) if own_data else recorded_data or {}, prepared.data, doing)
@@ -135,12 +135,6 @@ def missing_data_files(results: dict[str, Any]) -> list[str]:
     not in the data folder now."""
     files = (results.get("data") or {}).get("files") or {}
     return [name for name in files if not (data_dir() / name).is_file()]
-
-
-def _listed(names: list[str], shown: int = 2) -> str:
-    """The first ``shown`` names, and how many more."""
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
 
 
 def check_same_data(run: Run, recorded: dict[str, Any], now: dict[str, Any], doing: str) -> None:
