@@ -96,8 +96,6 @@ def max_seed() -> int:
     return int(_harness_schema()["seed"]["max"])
 
 
-
-
 def _for_kind(layer: Any, kind: str, where: str, serves: tuple[str, ...],
               own: tuple[str, ...] = ()) -> dict[str, Any]:
     """The part of a config layer that applies to runs of ``kind``.

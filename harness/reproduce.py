@@ -96,7 +96,7 @@ def refusal(run: Any) -> str | None:
         return None
     if run.gpu:
         why = f"it trained on a GPU ({run.gpu})"
-    elif len(run.results.get("stack") or []) > 1:
+    elif run.stack:
         why = "it trained in a stack, whose members stop together"
     elif len(run.results.get("attempts") or []) > 1:
         why = "it was resumed"

@@ -109,11 +109,10 @@ def _stack(run: RunRecord) -> str | None:
     """For a run trained as a member of a stack (``bench --seeds``: ``stack`` in its results.json, the members'
     run ids), who it trained with and that the wall time is the stack's, not its own; None for a run trained
     alone."""
-    stack = run.results.get("stack")
-    if not isinstance(stack, list) or len(stack) < 2:
+    if not run.stack:
         return None
-    others = [str(member) for member in stack if member != run.run_id]
-    return (f"one of {len(stack)} seeds trained together as one stacked model, with {', '.join(others)}; "
+    others = [member for member in run.stack if member != run.run_id]
+    return (f"one of {len(run.stack)} seeds trained together as one stacked model, with {', '.join(others)}; "
             "the wall time is the whole stack's, shared by its members")
 
 

@@ -71,6 +71,13 @@ class RunRecord:
         return bool(self.stale)
 
     @property
+    def stack(self) -> list[str]:
+        """The run ids of the stack it trained in (``bench --seeds``: ``stack`` in its results.json, itself
+        included), or [] for a run trained alone."""
+        members = self.results.get("stack")
+        return [str(member) for member in members] if isinstance(members, list) and len(members) > 1 else []
+
+    @property
     def reproduces(self) -> str | None:
         """The reference run this run trained again, when ``harness reproduce`` trained it (``reproduces`` in its
         results.json): a check, not a configuration of its own, so the comparisons leave it out."""

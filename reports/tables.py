@@ -517,7 +517,7 @@ def _capped_alone_on_a_cpu(run: RunRecord) -> bool:
     resumed one's random numbers."""
     stop = run_stop(run)
     return not run.is_stepwise and stop is not None and stop.kind == "cap" and not run.gpu \
-        and len(run.results.get("stack") or []) <= 1 and len(run.results.get("attempts") or []) <= 1
+        and not run.stack and len(run.results.get("attempts") or []) <= 1
 
 
 def checkpoint_budget(run: RunRecord) -> int | None:
@@ -632,8 +632,7 @@ def run_row(run: RunRecord, head: Headline = TEST_ACC) -> dict[str, Any]:
 def _stack_mark(run: RunRecord) -> str:
     """For a member of a stack (``stack`` in its results.json), `` (a stack of K)``: its wall time is the stack's,
     shared by its members; '' for a run trained alone."""
-    stack = run.results.get("stack")
-    return f" (a stack of {len(stack)})" if isinstance(stack, list) and len(stack) > 1 else ""
+    return f" (a stack of {len(run.stack)})" if run.stack else ""
 
 
 def run_groups(runs: list[RunRecord]) -> list[dict[str, Any]]:

@@ -97,10 +97,9 @@ def test_a_single_thread_is_singular_on_the_run_page():
 def test_the_runs_table_marks_a_stack_members_shared_wall_time():
     from reports.tables import _stack_mark
 
-    class Member:
-        results = {"stack": ["a-s0", "a-s1", "a-s2"]}
+    def run(results: dict) -> RunRecord:
+        return RunRecord(path=Path("x"), rel_path="x", task="relations_game", model="mha", run_id="a-s0",
+                         results=results, status="completed")
 
-    class Alone:
-        results: dict = {}
-
-    assert _stack_mark(Member()) == " (a stack of 3)" and _stack_mark(Alone()) == ""  # type: ignore[arg-type]
+    member, alone = run({"stack": ["a-s0", "a-s1", "a-s2"]}), run({})
+    assert _stack_mark(member) == " (a stack of 3)" and _stack_mark(alone) == ""
