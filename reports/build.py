@@ -80,7 +80,9 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
     best = results.get("best") if isinstance(results.get("best"), dict) else None
     throughput = results.get("throughput") if isinstance(results.get("throughput"), dict) else {}
     part = tables.last_epoch_part(run) if run.status == "completed" else None
-    cut_short = f" (the time cap cut the last one short: {100 * part:.0f}% of it trained)" if part is not None else ""
+    cut_short = (f" (the time cap cut the last one short: {100 * part:.0f}% of it trained)" if part is not None else
+                 f" (the time cap stopped it within its first epoch, after {results['steps']:,} steps)"
+                 if tables.capped_in_first_epoch(run) else "")
     shown = tables.progress(run)
     return {
         **shown, "epochs": f"{shown['epochs']}{cut_short}",

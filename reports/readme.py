@@ -44,7 +44,7 @@ from reports.store import (
     shown_value,
     telling_keys,
 )
-from reports.tables import epochs_text, last_epoch_part, run_stop
+from reports.tables import capped_in_first_epoch, epochs_text, last_epoch_part, run_stop
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -561,10 +561,8 @@ def _training(run: RunRecord) -> str:
     limit = cfg_get(run.config, "train.max_epochs")
     ended = _ended_by(run)
     part = last_epoch_part(run)  # the time cap cut the last epoch short: it counts as the part trained
-    steps, stop = run.results.get("steps"), run_stop(run)
-    if part is None and epochs == 1 and isinstance(steps, int) and stop is not None and stop.kind == "cap":
-        # the cap struck in the first epoch and validated there, once: how much of the epoch that was, no earlier
-        # validation tells (results.json counts it as epoch 1), so the steps are what it trained
+    if capped_in_first_epoch(run):
+        steps = run.results["steps"]
         return f"{steps:,} steps, within the first of {limit} epochs ({ended}), tested at its one validation"
     trained = epochs_text(epochs - 1 + part) if part is not None and isinstance(epochs, int) else epochs
     shown = f"{trained} of {limit} epochs" + (f" ({ended})" if ended else "")

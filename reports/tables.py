@@ -447,6 +447,15 @@ def last_epoch_part(run: RunRecord) -> float | None:
     return part if 0 < part < 1 else None
 
 
+def capped_in_first_epoch(run: RunRecord) -> bool:
+    """Whether the time cap stopped a completed supervised run inside its first epoch: it validated there once,
+    and ``results.json`` counts that as epoch 1, though how much of the epoch it was no earlier validation tells
+    (:func:`last_epoch_part` needs two), so the steps it trained are what says how far it got."""
+    stop = run_stop(run)
+    return (last_epoch_part(run) is None and run.results.get("epochs") == 1
+            and isinstance(run.results.get("steps"), int) and stop is not None and stop.kind == "cap")
+
+
 def epochs_text(epochs: float) -> str:
     """A number of epochs as trained: whole ones as an integer, an epoch cut short with one decimal, rounded down
     (5.13 as "5.1", 15.08 as "15.0": not whole, never "16")."""

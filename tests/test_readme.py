@@ -473,6 +473,7 @@ def test_a_run_the_time_cap_stopped_within_its_first_epoch_gives_its_steps_not_a
     of an epoch of 625), not "1 of 20 epochs, best at epoch 1". A first epoch that a target ended is a whole one."""
     import pandas as pd
 
+    from reports.build import _run_info
     from reports.readme import _training
     from reports.store import RunRecord
 
@@ -490,6 +491,9 @@ def test_a_run_the_time_cap_stopped_within_its_first_epoch_gives_its_steps_not_a
         "161 steps, within the first of 20 epochs (10-minute cap, 9 examples/s), tested at its one validation"
     assert _training(run(1250, value=1.0, stop_at=1.0)) == "1 of 20 epochs (val/acc reached 1.0), best at epoch 1"
     assert _training(run(161, max_time_s=None)) == "1 of 20 epochs, best at epoch 1"  # no cap: no rule known
+    # the run page says it too, beside the epoch results.json counts
+    assert _run_info(run(161))["epochs"] == "1 (the time cap stopped it within its first epoch, after 161 steps)"
+    assert _run_info(run(161, max_time_s=None))["epochs"] == "1"
 
 
 def test_a_capped_runs_tested_checkpoint_is_an_epoch_budget_where_it_closed_a_whole_epoch_else_a_step_budget():
