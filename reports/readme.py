@@ -43,6 +43,7 @@ from reports.store import (
     natural_key,
     shown_value,
     telling_keys,
+    variant_label,
 )
 from reports.tables import capped_in_first_epoch, epochs_text, last_epoch_part, run_stop
 
@@ -77,6 +78,27 @@ def diverged_runs(runs: list[RunRecord], task: str) -> ByConfig:
     """The diverged runs of ``task`` (a non-finite loss ended them before their test), by model and configuration,
     so that a table of the completed seeds of a configuration can say how many seeds it lost."""
     return _by_config(runs, task, "diverged")
+
+
+def diverged_section(runs: list[RunRecord]) -> list[str]:
+    """Every diverged reference run, with its configuration and whether seeds of that configuration completed:
+    the tables show completed runs, naming a diverged seed beside its configuration's completed ones
+    (:func:`_seeds_and_ids`), so a configuration whose every seed diverged would otherwise appear in none."""
+    lost = sorted((run for run in runs if run.status == "diverged"),
+                  key=lambda run: (run.task, natural_key(run.run_id)))
+    if not lost:
+        return []
+    completed = {(run.task, run.model, fingerprint_of(run)) for run in runs if run.status == "completed"}
+    rows = [[f"`{run.run_id}`", run.task, run.model, variant_label(run), str(run.results.get("error") or "–"),
+             "yes, in its table above" if (run.task, run.model, fingerprint_of(run)) in completed
+             else "none: no table above shows this configuration"]
+            for run in lost]
+    return ["### Diverged runs", "",
+            "A run whose training loss becomes non-finite stops there untested and is stored as diverged "
+            "(`harness/runners/launch.py`). Every reference run that did, with what tells its configuration "
+            "apart from the other configurations of its task and model:", "",
+            *_table(["run", "task", "model", "configuration", "ended", "completed seeds of its configuration"],
+                    rows)]
 
 
 def _seeds_and_ids(group: list[RunRecord], diverged: ByConfig) -> tuple[str, str]:
@@ -743,6 +765,8 @@ def render(results_dir: Path = RESULTS_DIR, papers_dir: Path = PAPERS_DIR) -> st
             lines += [*generator, ""]
         if section is BABI_SECTION and (generator := babi_generator_section(results_dir)):
             lines += [*generator, ""]
+    if diverged := diverged_section(runs):
+        lines += [*diverged, ""]
     if reproduced := reproduced_section(results_dir):
         lines += [*reproduced, ""]
     if carried := carried_section(results_dir, runs):

@@ -575,3 +575,26 @@ def test_an_ablation_row_on_generated_data_says_so_and_is_not_counted(tmp_path):
     assert len(generated) == 2 and all("at other settings (source generator ≠ files)" in line for line in generated)
     assert "1 of the 1 rows of ablated variants agree, as do 1 of the 1 rows of the full model" in intro
     assert "the 2 rows at other settings, e.g. trained on generated data, are shown but not counted" in intro
+
+
+def test_every_diverged_run_is_listed_and_says_whether_its_configuration_has_a_completed_seed():
+    """The tables show completed runs (a diverged seed beside its configuration's completed ones), so a
+    configuration whose every seed diverged would be in none: the diverged-runs table lists each diverged run, its
+    error and whether seeds of its configuration completed."""
+    from reports.readme import diverged_section
+    from reports.store import RunRecord
+
+    def run(run_id: str, seed: int, status: str, activation: str) -> RunRecord:
+        config = {"task": {"name": "babi", "babi_id": 2}, "model": {"state_activation": activation}, "seed": seed}
+        results = {"error": "non-finite training loss (nan) at step 7"} if status == "diverged" else {}
+        return RunRecord(path=Path(run_id), rel_path=run_id, task="babi", model="ll_rnn", run_id=run_id,
+                         results=results, status=status, config=config)
+
+    assert diverged_section([run("a", 0, "completed", "tanh")]) == []
+    lines = diverged_section([run("a", 0, "completed", "tanh"), run("b", 1, "diverged", "tanh"),
+                              run("c", 0, "diverged", "relu")])
+    rows = [line for line in lines if line.startswith("| `")]
+    assert len(rows) == 2
+    assert rows[0].startswith("| `b` | babi | ll_rnn |") and rows[0].endswith("| yes, in its table above |")
+    assert "non-finite training loss (nan) at step 7" in rows[1]
+    assert rows[1].endswith("| none: no table above shows this configuration |")
