@@ -179,7 +179,7 @@ def test_the_rl_probe_reads_the_rl_reference_runs_of_the_project_it_is_given(tmp
     from harness.runners.rl_probe import _plain, rl_configs
 
     configs = rl_configs()
-    assert len(configs) >= 60 and all("rl" in OmegaConf.load(path) for path in configs)
+    assert len(configs) >= 60 and all("rl" in cfg and cfg == OmegaConf.load(path) for path, cfg in configs)
     monkeypatch.setenv("HARNESS_PROBE_PROJECT", str(tmp_path))
     assert rl_configs() == []
 

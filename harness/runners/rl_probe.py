@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from harness import PROJECT_ROOT
 
@@ -36,12 +36,13 @@ def _plain(value: Any) -> Any:
     return type(value).__qualname__  # an object whose repr may carry its address
 
 
-def rl_configs(project: Path | None = None) -> list[Path]:
+def rl_configs(project: Path | None = None) -> list[tuple[Path, DictConfig]]:
     """The stored configs of the RL reference runs (those with an ``rl`` section) of ``project`` (default: the
     working project that ``harness carry`` names in ``$HARNESS_PROBE_PROJECT``, so that the code of the revision
-    before an edit reads the same runs, else this tree), in a fixed order."""
+    before an edit reads the same runs, else this tree), each with its path, in a fixed order, each read once."""
     root = project or Path(os.environ.get("HARNESS_PROBE_PROJECT") or PROJECT_ROOT)
-    return [path for path in sorted((root / "results").glob("*/*/*/config.yaml")) if "rl" in OmegaConf.load(path)]
+    loaded = ((path, OmegaConf.load(path)) for path in sorted((root / "results").glob("*/*/*/config.yaml")))
+    return [(path, cfg) for path, cfg in loaded if "rl" in cfg]
 
 
 def probe() -> str:
@@ -50,8 +51,7 @@ def probe() -> str:
     from harness.runners.rl import build_algorithm_config
 
     digest = hashlib.sha256()
-    for path in rl_configs():
-        cfg = OmegaConf.load(path)
+    for path, cfg in rl_configs():
         task_spec, model_spec = REGISTRY.tasks[cfg.task.name], REGISTRY.models[cfg.model.name]
         task = load_entry(task_spec.entry)(cfg)
         settings = build_algorithm_config(cfg, task, model_spec.interfaces[task_spec.interface]).to_dict()
