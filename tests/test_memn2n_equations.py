@@ -1,8 +1,9 @@
-"""MemN2N's random noise (Sukhbaatar, Szlam, Weston & Fergus 2015, §4.1, "Learning time invariance by injecting
-random noise": about 10% of empty memories added to the stories in training), drawn as the authors' code does
-(facebookarchive/MemNN, MemN2N-babi-matlab/train.m, ``randomize_time``): a story of n statements takes a number
-of blanks uniform on {0, ..., ceil(0.1 n)}, and its statements take n distinct temporal indices chosen uniformly
-among the n + blanks, in order.
+"""MemN2N's random noise and learning-rate schedule (Sukhbaatar, Szlam, Weston & Fergus 2015, §4.1 and §4.2).
+
+Random noise (§4.1, "Learning time invariance by injecting random noise": about 10% of empty memories added to
+the stories in training) is drawn as the authors' code does (facebookarchive/MemNN, MemN2N-babi-matlab/train.m,
+``randomize_time``): a story of n statements takes a number of blanks uniform on {0, ..., ceil(0.1 n)}, and its
+statements take n distinct temporal indices chosen uniformly among the n + blanks, in order.
 
 For n = 9 there are 0 or 1 blanks, each half the time; with one blank, the missing index is uniform on 0..9. So
 the indices are exactly 0..8 with probability 1/2 + 1/2 * 1/10 = 0.55, and each of 0..9 is left out with
@@ -13,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from models.memn2n.memory import time_index
+from tests.test_memn2n import make
 
 
 def test_random_noise_draws_blanks_and_their_places_uniformly():
@@ -36,3 +38,16 @@ def test_random_noise_can_reach_the_most_blanks():
     real = torch.ones(600, 20, dtype=torch.bool)
     largest = time_index(real, noise=0.1, rows=50, training=True)[:, -1]
     assert set(largest.tolist()) == {19, 20, 21}
+
+
+def test_the_learning_rate_halvings_restart_after_linear_start():
+    """§4.2: the learning rate is halved every 25 epochs; linear start runs at a constant rate, and after it the
+    full schedule starts again from its first epoch (the authors' code, MemN2N-babi-matlab/config_babi.m:
+    ``ls_nepochs = 20`` without decay, then the ordinary schedule). With 20 linear-start epochs: factor 1 for
+    epochs 0-44, 1/2 for 45-69, 1/4 from 70."""
+    model = make(linear_start_epochs=20, halve_lr_every=25)
+    factors = {}
+    for epoch in (0, 19, 20, 44, 45, 69, 70):
+        model.schedule.epochs = epoch
+        factors[epoch] = model.schedule.lr_factor()
+    assert factors == {0: 1.0, 19: 1.0, 20: 1.0, 44: 1.0, 45: 0.5, 69: 0.5, 70: 0.25}
