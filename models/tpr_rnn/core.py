@@ -9,7 +9,7 @@ Not from the paper, whose input module reads words: the route by which the seque
 (``models/adapters.yaml``) put TPR-RNN on images, grids and token sequences.
 
 Deviation, for this route only: the entity and role vectors (the outputs of the update and query MLPs, eqs.
-4-8 and 15-16) are L2-normalised. The paper's updates are not normalised, and over long sequences they are
+7-8 and 15-16) are L2-normalised. The paper's updates are not normalised, and over long sequences they are
 unstable: a statement's own write is read back scaled by |e|^2 |r|^2 (up to d_e x d_r for tanh outputs), so
 over the 36 patches of a Relations Game image the memory reads grow by five orders of magnitude at
 initialisation and the loss becomes NaN (after 1,035 steps on `between`; at the first step on ListOps).

@@ -26,7 +26,7 @@ Three exact implementations of F (``model.memory``), the same function to float 
   with F . (a, r) = sum_k (a . e_k)(r . r_k) f_k and steps through the story: O(T (2 d_e + d_r)) per read
   instead of O(d_e^2 d_r), but a few dozen small operations per statement;
 * ``parallel`` (default) computes every statement's written values at once. The keys e_k, r_k of every write
-  come from the statements alone (eqs. 4-8); only the values f_k depend on earlier writes, and linearly:
+  come from the statements alone (eqs. 7-8); only the values f_k depend on earlier writes, and linearly:
   with write k = 3s + j of statement s and G_a,r[s, k] = (a_s . e_k)(r_s . r_k) for k < 3s (0 otherwise),
       f_3s   = keep_s (e2_s - G_e1,r1[s] f)                     (eq. 10)
       f_3s+1 = keep_s (G_e1,r1[s] f - G_e1,r2[s] f)             (eq. 12)
