@@ -203,8 +203,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         rows = run_sweep(sweep, Path(args.runs_dir) if args.runs_dir else default_runs_dir())
     except SweepInterrupted as stopped:  # its table, then the command stops as for any Ctrl-C
         print(_table(sweep_table(stopped.rows)), flush=True)
-        print("interrupted; the same command resumes the sweep (completed trials are not trained again)",
-              file=sys.stderr)
+        print(f"interrupted{AFTER_CTRL_C['sweep']}", file=sys.stderr)
         return INTERRUPTED
     print(_table(sweep_table(rows)))
     return 0 if all(row["status"] == "completed" for row in rows) else 1
@@ -816,6 +815,7 @@ def _end_quietly_on_ctrl_c(code: int) -> None:
 
 AFTER_CTRL_C = {
     "bench": "; the same command resumes the run",
+    "sweep": "; the same command resumes the sweep (completed trials are not trained again)",
     "reproduce": "; the same command resumes the run",
     "retest": "; the run is as it was (a retest writes it once, at the end); the same command starts again",
     "predict": "; each prediction file is whole (written at once); the same command starts again",

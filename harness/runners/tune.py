@@ -68,7 +68,8 @@ each model's config with every value the space can take at its ends.
 
 A trial composes its config exactly as ``make bench`` does and calls the same launcher, so its run is
 resumable, reported without retraining once completed, and stored as ``failed`` (the other trials go on)
-when it raises. A sweep stopped part-way (Ctrl-C: Ray Tune catches it and ends the sweep) lists each trial that
+when it raises. A sweep stopped part-way (Ctrl-C, or SIGTERM to the driver, :func:`sigterm_as_ctrl_c`: Ray Tune
+catches it and ends the sweep) lists each trial that
 had not reported with what the run store holds for it (its run id computed as the trial computes it; a trial that
 never started says ``not started``, never failed), says that the same command resumes the sweep (completed runs
 are reported, the others resume from their checkpoints) and exits 130, as an interrupted ``harness bench``.
@@ -105,9 +106,14 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import sys
+import threading
+import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -509,7 +515,7 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
         env[WAIT_FOR_RUN] = "1"  # a config drawn twice: its second trial waits for the first (launch.claim_run)
     env.update({k: v for k, v in os.environ.items() if k.startswith("WANDB_")})
 
-    with ray_session():
+    with ray_session(), sigterm_as_ctrl_c():  # after ray.init, whose own SIGTERM handler it replaces
         import ray
         from ray import tune  # after ray_session has set Ray's environment
 
@@ -547,6 +553,47 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     if any(_reported_nothing(result) for result in results):  # Ctrl-C: Tune ended the sweep before every trial ran
         raise SweepInterrupted(rows)  # exit code 130, as an interrupted `harness bench`, after the table
     return rows
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """Inside the block, SIGTERM does what Ctrl-C does at that moment: during ``tuner.fit()`` Tune's own handler ends
+    the sweep in order (its trials stopped, their runs stored as interrupted, the table printed, exit code 130),
+    elsewhere a KeyboardInterrupt. Ray's driver handler, which ``ray.init`` installs, raises ``SystemExit(1)``
+    wherever the main thread is instead, and the sweep ended with exit code 1 and not a word. Only the main thread
+    can own signal handlers; elsewhere the block changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        interrupt = signal.getsignal(signal.SIGINT)
+        if not callable(interrupt) or not local_ray_survives():  # SIG_IGN (a background job of a script), or
+            raise KeyboardInterrupt  # Ray's own processes got the SIGTERM too: Tune could not end the sweep in order
+        interrupt(signal.SIGINT, frame)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def local_ray_survives(wait_s: float = 1.0) -> bool:
+    """Whether the processes of the local Ray this driver started (its GCS server, raylet, ...) are all still alive
+    ``wait_s`` after a SIGTERM: a SIGTERM sent to the driver's process group (``kill -TERM -PGID``, GNU ``timeout``)
+    reaches them too, as Ray starts them in that group, and they end at once (they ignore only SIGINT), so Tune,
+    asked to end the sweep in order, would wait a minute for its GCS and then abort the process. True where this
+    driver started no Ray (a cluster's)."""
+    node = getattr(getattr(getattr(sys.modules.get("ray"), "_private", None), "worker", None), "_global_node", None)
+    if node is None or not getattr(node, "all_processes", None):
+        return True
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if not node.remaining_processes_alive():
+            return False
+        time.sleep(0.05)
+    return node.remaining_processes_alive()
 
 
 def sampler(sweep: Sweep) -> Any:
