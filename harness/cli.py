@@ -170,7 +170,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from harness.runs import default_runs_dir
 
     sweep = load_sweep(Path(args.file))
-    if args.profile:
+    if args.profile is not None:  # '' too: an empty --profile is a mistake, not the file's profile
         sweep.profile = args.profile
     if args.seeds is not None:  # the trials of the file's seeds keep their run ids: only new seeds train
         sweep.seeds = _seed_list(args.seeds)
