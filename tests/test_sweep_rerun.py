@@ -75,8 +75,8 @@ def test_a_sweep_whose_trials_tune_samples_is_not_listed_beforehand(sweep_file):
     assert grid_trials(sweep) is None
     sweep.space, sweep.num_samples = {}, 3
     assert grid_trials(sweep) is None
-    sweep.num_samples, sweep.stack_seeds = 1, True
-    assert grid_trials(sweep) is None
+    sweep.num_samples, sweep.stack_seeds = 1, True  # a stacked grid is listed: one trial per stack
+    assert grid_trials(sweep) == [{"model": "lstm", "seeds": [0, 1], "space": {}}]
 
 
 @requires_loopback_only

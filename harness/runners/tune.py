@@ -493,13 +493,10 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     cluster = bool(os.environ.get("RAY_ADDRESS"))
     split = None if cluster else split_completed(sweep, runs_dir)
     finished, left = split if split is not None else ([], None)
-    if split is not None and not left:  # nothing to train here: the table from the store, without starting Ray
-        print(f"sweep {sweep.name}: every one of its {len(finished)} trials' runs is completed in {runs_dir}; "
-              "nothing to run (harness bench --force retrains one)", flush=True)
-        return finished
-    if finished:
-        print(f"sweep {sweep.name}: {len(finished)} of its {len(finished) + len(left)} trials' runs are completed in "
-              f"{runs_dir} (reported from the store); running the other {len(left)}", flush=True)
+    if split is not None and (finished or not left):  # what the store holds; all of it: no Ray
+        print(split_note(sweep, runs_dir, finished, left, len(grid_trials(sweep) or [])), flush=True)
+        if not left:
+            return finished
     env = {key: str(Path(os.environ.get(key, default)).resolve())
            for key, default in (("HARNESS_DATA_DIR", "data"), ("HARNESS_CACHE_DIR", ".cache/harness"))}
     if "HARNESS_DATA_DIR" not in os.environ and not Path(env["HARNESS_DATA_DIR"]).is_dir():
@@ -608,38 +605,72 @@ def sampler(sweep: Sweep) -> Any:
 
 def grid_trials(sweep: Sweep) -> list[dict[str, Any]] | None:
     """Every trial of a sweep whose trials can be listed before Tune runs (one sample of a grid: each space key a
-    ``grid``, ``num_samples`` 1, seeds not stacked), as Tune's configs for them; None for any other sweep."""
-    if sweep.num_samples != 1 or sweep.stack_seeds or any(spec["type"] != "grid" for spec in sweep.space.values()):
+    ``grid``, ``num_samples`` 1), as Tune's configs for them (a stacked sweep's: one per stack, as
+    :func:`_tune_space` generates them); None for any other sweep."""
+    if sweep.num_samples != 1 or any(spec["type"] != "grid" for spec in sweep.space.values()):
         return None
     cells = [{"cell": entry} for entry in trial_cells(sweep)] if sweep.tasks else \
         [{"model": str(model)} for model in sweep.models]
-    keys = list(sweep.space)
+    keys = [key for key in sweep.space if key not in sweep.stack_grid]
     points = [dict(zip(keys, values, strict=True))
               for values in itertools.product(*(sweep.space[key]["values"] for key in keys))]
+    if sweep.stack_seeds:
+        joined = {STACKED_SPACE: {key: list(sweep.space[key]["values"]) for key in sweep.stack_grid}} \
+            if sweep.stack_grid else {}
+        return [{**cell, "seeds": list(sweep.seeds), **joined, "space": point} for cell in cells for point in points]
     return [{**cell, "seed": seed, "space": point} for cell in cells for seed in sweep.seeds for point in points]
 
 
 def split_completed(sweep: Sweep, runs_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
     """A listable sweep's trials (:func:`grid_trials`) split by the run store: the rows (:func:`sweep_rows`'
-    rows, sorted) of those whose run is completed in ``runs_dir``, read from the store, and the trials (Tune's
-    configs) left to run; None when the trials cannot be listed beforehand. Only a trial with a completed run of
-    its task, model, profile and seed in the store is composed (its run id computed as the trial computes it), so
-    a sweep that has trained nothing yet pays nothing for the check."""
+    rows, sorted) of those whose run is completed in ``runs_dir`` (a stacked trial: every member's), read from the
+    store, and the trials (Tune's configs) left to run; None when the trials cannot be listed beforehand. Only a
+    trial with a completed run of its task, model, profile and seed in the store is composed (its run id computed
+    as the trial computes it), so a sweep that has trained nothing yet pays nothing for the check."""
     trials = grid_trials(sweep)
     if not trials:
         return None
     done, left = [], []
     for trial in trials:
-        task, model = trial_cell(sweep, trial)
-        prefix = f"{task}-{model}-{sweep.profile}-s{trial['seed']}-"
-        row = None
-        if any(_completed(path) for path in (runs_dir / task / model).glob(f"{prefix}*/results.json")):
-            row = _stored_row(sweep, trial, runs_dir)
-        if row is not None and row["status"] == "completed":
-            done.append(row)
+        rows = [_completed_row(sweep, member, runs_dir)
+                for member in (member_trials(trial) if "seeds" in trial else [trial])]
+        if all(row is not None for row in rows):
+            done += rows
         else:
             left.append(trial)
     return sorted(done, key=lambda row: row["trial"]), left
+
+
+def _completed_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path) -> dict[str, Any] | None:
+    """The row of an (unstacked) trial whose run is completed in ``runs_dir``, read from the store; None when it is
+    not. Composed only when a completed run of its task, model, profile and seed is there at all."""
+    task, model = trial_cell(sweep, trial)
+    prefix = f"{task}-{model}-{sweep.profile}-s{trial['seed']}-"
+    if not any(_completed(path) for path in (runs_dir / task / model).glob(f"{prefix}*/results.json")):
+        return None
+    row = _stored_row(sweep, trial, runs_dir)
+    return row if row["status"] == "completed" else None
+
+
+def split_note(sweep: Sweep, runs_dir: Path, finished: list[dict[str, Any]], left: list[dict[str, Any]],
+               total: int) -> str:
+    """The line that says what :func:`split_completed` found: how many of the sweep's ``total`` trials have their
+    runs completed (``finished``: their rows, read from the store) and how many (``left``) Tune is given. A stacked
+    sweep's trial is one stack: the runs are counted beside it."""
+    noun = "stacked trial" if sweep.stack_seeds else "trial"
+    runs = f" ({_count(len(finished), 'run')})" if sweep.stack_seeds else ""
+    if left:
+        return (f"sweep {sweep.name}: {total - len(left)} of its {total} {noun}s' runs are completed in {runs_dir}"
+                f"{runs} (reported from the store); running the other {len(left)}")
+    done = (f"every one of its {total} {noun}s' runs is" if total > 1 else
+            f"the runs of its one {noun} are" if sweep.stack_seeds else f"the run of its one {noun} is")
+    return (f"sweep {sweep.name}: {done} completed in {runs_dir}{runs}; nothing to run (harness bench --force "
+            "retrains one)")
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 run``, ``2 runs``: a count with its noun in the right number."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 LISTED = "listed_trial"  # the key of Tune's grid over the trials left to run (a sweep run in part, split_completed)
