@@ -174,8 +174,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         sweep.profile = args.profile
     if args.seeds is not None:  # the trials of the file's seeds keep their run ids: only new seeds train
         sweep.seeds = _seed_list(args.seeds)
-    if args.cells is not None:
-        _choose_cells(sweep, args.cells)
+    if args.cells is not None:  # repeated: every pattern counts, as a repeated --only's values do
+        _choose_cells(sweep, ",".join(args.cells))
     for choice in args.only or []:
         narrow_grid(sweep, choice)
     if args.dry_run:
@@ -652,9 +652,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run these seeds (integers >= 0) instead of the file's; the trials of a seed the file "
                         "has keep their run ids, so a sweep run before trains only the new seeds (default: the "
                         "file's seeds)")
-    p.add_argument("--cells", default=None, metavar="PATTERNS",
+    p.add_argument("--cells", action="append", default=None, metavar="PATTERNS",
                    help="only these cells, as task/model patterns, e.g. 'babi/*,relations_game/lstm' (a sweep of "
-                        "one task: its models, e.g. 'relations_game/predinet' or 'predinet,mlp*'); default: all")
+                        "one task: its models, e.g. 'relations_game/predinet' or 'predinet,mlp*'); repeated, the "
+                        "patterns add up; default: all")
     p.add_argument("--only", action="append", default=None, metavar="KEY=VALUES",
                    help="only these values of one grid key, e.g. task.babi_id=1,8 or "
                         "'model.operations=[write],[write,move]'; repeat it to add values of that key or narrow "

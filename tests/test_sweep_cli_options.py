@@ -67,3 +67,11 @@ def test_listed_trials_are_the_ones_tune_would_generate(name):
     sweep = load_sweep(ROOT / "sweeps" / f"{name}.yaml")
     generated = [variant for _, variant in generate_variants(_tune_space(sweep))]
     assert sorted(map(repr, grid_trials(sweep))) == sorted(map(repr, generated))
+
+
+def test_repeated_cells_add_up_as_repeated_only_does(capsys):
+    sweep = str(ROOT / "sweeps" / "babi_smoke.yaml")
+    assert cli.main(["sweep", sweep, "--dry-run", "--cells", "babi/tpr_rnn", "--cells", "babi/lstm"]) == 0
+    assert "babi x tpr_rnn, lstm, profile smoke, 4 trials" in capsys.readouterr().out  # not the last --cells alone
+    assert cli.main(["sweep", sweep, "--dry-run", "--cells", "babi/tpr_rnn", "--cells", "babi/lstmm"]) == 2
+    assert "--cells babi/lstmm matches none of its cells" in capsys.readouterr().err
