@@ -3,6 +3,7 @@ the run store is touched."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,41 @@ def test_repeated_cells_add_up_as_repeated_only_does(capsys):
     assert "babi x tpr_rnn, lstm, profile smoke, 4 trials" in capsys.readouterr().out  # not the last --cells alone
     assert cli.main(["sweep", sweep, "--dry-run", "--cells", "babi/tpr_rnn", "--cells", "babi/lstmm"]) == 2
     assert "--cells babi/lstmm matches none of its cells" in capsys.readouterr().err
+
+
+ACTOR_DIED = ("The actor died unexpectedly before finishing this task.\n\tclass_name: ImplicitFunc\n\tpid: 4242\n"
+              "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit "
+              "detail: Worker unexpectedly exits with a connection error code 2. End of file. Some common causes "
+              "include: (1) the process was killed by the OOM killer due to high memory usage, ...")
+
+
+def test_a_trial_whose_process_died_is_listed_with_its_run_and_how_it_resumes(env, tmp_path, monkeypatch):
+    """A trial's worker killed outright (the OOM killer, a kill -9) is a Tune error without a report. Its row names
+    the run the store holds for it and says that the same command resumes it (it used to say ``failed``, with no run
+    id and Ray's 300 characters about the actor), as ``harness runs`` lists that run as killed, not failed."""
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from harness.runners.sweep_file import load_sweep
+    from harness.runners.tune import grid_trials, run_trial, sweep_rows
+
+    path, runs = tmp_path / "died.yaml", tmp_path / "runs"
+    path.write_text("name: died\ntask: babi\nmodels: [lstm]\nprofile: smoke\nseeds: [0, 1]\n"
+                    "overrides: [train.max_epochs=1]\n")
+    sweep = load_sweep(path)
+    killed, never = grid_trials(sweep)
+    monkeypatch.setenv("HARNESS_RUNS_DIR", str(runs))
+    run_id = run_trial(killed, sweep)["run_id"]
+    results = runs / "babi" / "lstm" / run_id / "results.json"
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    record = json.loads(results.read_text())  # as a worker killed mid-run leaves it: running, its process gone
+    results.write_text(json.dumps({**record, "status": "running", "owner": {**record["owner"],
+                                                                            "pid": int(gone.stdout)}}))
+    died = [SimpleNamespace(config=trial, metrics={}, error=RuntimeError(ACTOR_DIED)) for trial in (killed, never)]
+    first, second = sweep_rows(died, sweep, runs)
+    assert (first["run_id"], first["status"]) == (run_id, "interrupted")
+    assert "Worker unexpectedly exits with a connection error code 2" in first["reason"]
+    assert "the same sweep command resumes it" in first["reason"] and "class_name" not in first["reason"]
+    assert (second["run_id"], second["status"]) != (None, "interrupted")  # no run: its trial failed, as before
+    assert second["status"] == "failed" and "Worker unexpectedly exits" in second["reason"]

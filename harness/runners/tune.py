@@ -79,7 +79,9 @@ trials whose runs are not completed in the store, and reports the others from th
 part-way starts a Ray worker only for what is left (each completed trial used to start one to say ``already
 completed``).
 A trial whose mistake is caught before its run directory exists (a malformed data file) leaves no run; the
-sweep's table still lists it, with its status and the one-line reason.
+sweep's table still lists it, with its status and the one-line reason. A trial whose process dies (killed outright,
+out of memory, crashed) is listed with the run the store holds for it, as interrupted (the same command resumes it),
+or as failed when it left no run.
 
 Two modes:
 
@@ -133,6 +135,7 @@ from harness.runners.sweep_file import (
 from harness.tracking import close_service
 
 REASON_CHARS = 300
+DEATH_CHARS = 150  # Ray's words on a trial's process that died, within a row's reason
 SWEEP_TAG = "sweep-"  # a trial's W&B tag: sweep-<name> (harness.runs reads the sweep's name from it)
 # Cluster mode: the node-local run store of every trial, the same path on every node (a resumed run must find
 # its checkpoints' directory where the last attempt left it: Lightning's ModelCheckpoint restores its best-so-far
@@ -770,6 +773,8 @@ def _rows(result: Any, sweep: Sweep, runs_dir: Path, known: dict[str, Any] | Non
     configs = member_trials(config) if "seeds" in config else [config]
     if _reported_nothing(result):
         return [_stored_row(sweep, trial, runs_dir) for trial in configs]
+    if _died(result):  # its process ended without a word: the run store says where its runs are
+        return [_stored_row(sweep, trial, runs_dir, died=_death(result.error)) for trial in configs]
     if "seeds" not in config:
         return [_row(result, config)]
     members = json.loads((result.metrics or {}).get("members") or "{}")
@@ -781,9 +786,27 @@ def _reported_nothing(result: Any) -> bool:
     return not (result.metrics or {}).get("status") and "members" not in (result.metrics or {}) and not result.error
 
 
-def _stored_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path) -> dict[str, Any]:
+def _died(result: Any) -> bool:
+    """Whether Tune's trial ended in an error without reporting: its process died (killed outright, out of memory,
+    crashed), since the trial function itself reports every outcome of its run, a failed one too."""
+    metrics = result.metrics or {}
+    return bool(result.error) and not metrics.get("status") and "members" not in metrics
+
+
+def _death(error: BaseException) -> str:
+    """How a trial's process ended, in one short line: Ray's ``Worker exit detail`` sentence where it gives one (an
+    actor that died), else the error's first line."""
+    text = " ".join(str(error).split())
+    detail = re.search(r"Worker exit detail: (.+?\.)(?: |$)", text)
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    why = (detail.group(1) if detail else first)[:DEATH_CHARS]
+    return f"its trial's process died before its run ended (killed, out of memory or crashed; Ray: {why})"
+
+
+def _stored_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path, died: str | None = None) -> dict[str, Any]:
     """The row of a trial that reported nothing, from the run store: its run id computed as the trial computes it
-    (the composed config, with the data pinned), then its ``results.json``."""
+    (the composed config, with the data pinned), then its ``results.json``. ``died``: why its process ended (Tune
+    stopped it otherwise), which a trial that left no run fails with."""
     from harness.runners.build import prepare_task
     from harness.runs import owner_state
 
@@ -795,7 +818,9 @@ def _stored_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path) -> dict[str
         return {"trial": label, "run_id": None, "status": "failed", "reason": _reason(exc), "metrics": {}}
     results = stored_results(composed, runs_dir)
     status = (results or {}).get("status")
-    if results is None:
+    if results is None and died:
+        status, reason = "failed", _one_line(f"{died}; no run was stored; the same sweep command runs it")
+    elif results is None:
         status = "interrupted"
         reason = "not started: the sweep stopped before its run started; the same sweep command runs it"
     elif status == "completed":
@@ -803,7 +828,8 @@ def _stored_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path) -> dict[str
     elif status == "running" and owner_state(results) == "alive":
         reason = "its run is still being written by another process"
     elif status in ("running", "interrupted"):
-        status, reason = "interrupted", f"the sweep stopped its run; {resume} from its checkpoint"
+        stopped = died or "the sweep stopped its run"
+        status, reason = "interrupted", _one_line(f"{stopped}; {resume} from its checkpoint")
     else:
         reason = _one_line(str(results.get("error") or status))
     metrics = (results or {}).get("metrics") or {}
