@@ -114,3 +114,11 @@ def test_a_trial_whose_process_died_is_listed_with_its_run_and_how_it_resumes(en
     assert "the same sweep command resumes it" in first["reason"] and "class_name" not in first["reason"]
     assert (second["run_id"], second["status"]) != (None, "interrupted")  # no run: its trial failed, as before
     assert second["status"] == "failed" and "Worker unexpectedly exits" in second["reason"]
+
+
+def test_only_a_process_that_died_is_said_to_have_died():
+    from harness.runners.tune import _death
+
+    assert "process died" in _death(RuntimeError(ACTOR_DIED)) and "pid" not in _death(RuntimeError(ACTOR_DIED))
+    assert _death(RuntimeError("boom\nat line 2")) == ("its trial ended in an error before its run did "
+                                                       "(RuntimeError: boom)")

@@ -794,13 +794,15 @@ def _died(result: Any) -> bool:
 
 
 def _death(error: BaseException) -> str:
-    """How a trial's process ended, in one short line: Ray's ``Worker exit detail`` sentence where it gives one (an
-    actor that died), else the error's first line."""
+    """How a trial that reported nothing ended, in one short line: for a process that died (Ray's actor error), Ray's
+    ``Worker exit detail`` sentence; for any other error, its first line."""
     text = " ".join(str(error).split())
     detail = re.search(r"Worker exit detail: (.+?\.)(?: |$)", text)
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    why = (detail.group(1) if detail else first)[:DEATH_CHARS]
-    return f"its trial's process died before its run ended (killed, out of memory or crashed; Ray: {why})"
+    if detail or "actor died" in text.lower():
+        why = (detail.group(1) if detail else first)[:DEATH_CHARS]
+        return f"its trial's process died before its run ended (killed, out of memory or crashed; Ray: {why})"
+    return f"its trial ended in an error before its run did ({type(error).__name__}: {first[:DEATH_CHARS]})"
 
 
 def _stored_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path, died: str | None = None) -> dict[str, Any]:
