@@ -122,3 +122,16 @@ def test_only_a_process_that_died_is_said_to_have_died():
     assert "process died" in _death(RuntimeError(ACTOR_DIED)) and "pid" not in _death(RuntimeError(ACTOR_DIED))
     assert _death(RuntimeError("boom\nat line 2")) == ("its trial ended in an error before its run did "
                                                        "(RuntimeError: boom)")
+
+
+def test_the_store_line_of_a_stacked_sweep_run_in_part_counts_stacks_and_runs(tmp_path):
+    from harness.runners.sweep_file import load_sweep
+    from harness.runners.tune import split_note
+
+    path = tmp_path / "stacked_rerun.yaml"
+    path.write_text(STACKED)
+    sweep = load_sweep(path)
+    rows = [{"trial": "mlp1 seed=0"}, {"trial": "mlp1 seed=1"}]
+    assert split_note(sweep, tmp_path, rows, [{"model": "predinet"}], 2) == (
+        f"sweep stacked_rerun: 1 of its 2 stacked trials' runs are completed in {tmp_path} (2 runs, reported from "
+        "the store); running the other 1")

@@ -663,8 +663,9 @@ def split_note(sweep: Sweep, runs_dir: Path, finished: list[dict[str, Any]], lef
     noun = "stacked trial" if sweep.stack_seeds else "trial"
     runs = f" ({_count(len(finished), 'run')})" if sweep.stack_seeds else ""
     if left:
-        return (f"sweep {sweep.name}: {total - len(left)} of its {total} {noun}s' runs are completed in {runs_dir}"
-                f"{runs} (reported from the store); running the other {len(left)}")
+        counted = f"{_count(len(finished), 'run')}, " if sweep.stack_seeds else ""
+        return (f"sweep {sweep.name}: {total - len(left)} of its {total} {noun}s' runs are completed in {runs_dir} "
+                f"({counted}reported from the store); running the other {len(left)}")
     done = (f"every one of its {total} {noun}s' runs is" if total > 1 else
             f"the runs of its one {noun} are" if sweep.stack_seeds else f"the run of its one {noun} is")
     return (f"sweep {sweep.name}: {done} completed in {runs_dir}{runs}; nothing to run (harness bench --force "
