@@ -82,8 +82,12 @@ def anchor(*parts: str) -> str:
     return "runs-" + "-".join(parts)
 
 
+KILLED = "killed mid-run"  # a summary's word for a run that says running but whose process is gone (RunRecord.gone)
+
+
 def status_summary(runs: list[RunRecord]) -> str:
-    counts = Counter(run.status for run in runs)
+    """``1 completed, 2 failed``: how many runs have each status, a run whose process is gone counted as killed."""
+    counts = Counter(KILLED if run.gone else run.status for run in runs)
     return ", ".join(f"{counts[status]} {status}" for status in sorted(counts))
 
 

@@ -689,3 +689,16 @@ def test_a_time_cap_that_is_not_a_tenth_of_a_minute_is_said_in_seconds(tmp_path:
     for seconds, said in ((430, "430-second cap"), (270, "4.5-minute cap"), (600, "10-minute cap")):
         capped.config["train"]["max_time_s"] = seconds
         assert _run_info(capped)["stopped_by"] == said
+
+
+def test_a_status_summary_counts_a_killed_run_apart_from_running_ones(tmp_path: Path) -> None:
+    """The index's '... runs in all (...)' and a matrix cell's note: a run whose process is gone is not running."""
+    from reports.store import RunRecord
+    from reports.tables import status_summary
+
+    def record(status: str, gone: bool = False) -> RunRecord:
+        return RunRecord(path=tmp_path, rel_path="", task="babi", model="lstm", run_id="r", results={},
+                         status=status, gone=gone)
+
+    runs = [record("running", gone=True), record("running"), record("completed")]
+    assert status_summary(runs) == "1 completed, 1 killed mid-run, 1 running"
