@@ -173,7 +173,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.profile is not None:  # '' too: an empty --profile is a mistake, not the file's profile
         sweep.profile = args.profile
     if args.seeds is not None:  # the trials of the file's seeds keep their run ids: only new seeds train
-        sweep.seeds = _seed_list(args.seeds)
+        sweep.seeds = _seed_list(",".join(args.seeds))  # repeated: every --seeds counts, as --cells and --only do
     if args.cells is not None:  # repeated: every pattern counts, as a repeated --only's values do
         _choose_cells(sweep, ",".join(args.cells))
     for choice in args.only or []:
@@ -648,10 +648,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
     p.add_argument("--dry-run", action="store_true", help="check the sweep and count its trials; start nothing")
     p.add_argument("--profile", default=None, help="run at this profile (default: the file's)")
-    p.add_argument("--seeds", default=None, metavar="0,1,2",
+    p.add_argument("--seeds", action="append", default=None, metavar="0,1,2",
                    help="run these seeds (integers >= 0) instead of the file's; the trials of a seed the file "
-                        "has keep their run ids, so a sweep run before trains only the new seeds (default: the "
-                        "file's seeds)")
+                        "has keep their run ids, so a sweep run before trains only the new seeds; repeated, the "
+                        "seeds add up (default: the file's seeds)")
     p.add_argument("--cells", action="append", default=None, metavar="PATTERNS",
                    help="only these cells, as task/model patterns, e.g. 'babi/*,relations_game/lstm' (a sweep of "
                         "one task: its models, e.g. 'relations_game/predinet' or 'predinet,mlp*'); repeated, the "

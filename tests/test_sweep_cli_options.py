@@ -135,3 +135,11 @@ def test_the_store_line_of_a_stacked_sweep_run_in_part_counts_stacks_and_runs(tm
     assert split_note(sweep, tmp_path, rows, [{"model": "predinet"}], 2) == (
         f"sweep stacked_rerun: 1 of its 2 stacked trials' runs are completed in {tmp_path} (2 runs, reported from "
         "the store); running the other 1")
+
+
+def test_repeated_seeds_add_up_too(capsys):
+    sweep = str(ROOT / "sweeps" / "babi_smoke.yaml")
+    assert cli.main(["sweep", sweep, "--dry-run", "--seeds", "0", "--seeds", "2,3"]) == 0
+    assert "profile smoke, 6 trials" in capsys.readouterr().out  # seeds 0, 2 and 3, not the last --seeds alone
+    assert cli.main(["sweep", sweep, "--dry-run", "--seeds", "0,1", "--seeds", "1"]) == 2
+    assert "--seeds 0,1,1 repeats 1" in capsys.readouterr().err
