@@ -87,3 +87,29 @@ def test_sigterm_stops_the_sweep_as_ctrl_c_does(to_group, env, tmp_path):
     (results,) = runs.glob("babi/lstm/*/results.json")
     # Tune ends its trials' workers outright, so the run says running with its process gone, as after a kill
     assert listed_status(json.loads(results.read_text())) in ("interrupted", GONE)
+
+
+class _RayGoneTuner:
+    """A Tune run that a SIGTERM asked to end in order, and that then failed because Ray's own processes, which the
+    same SIGTERM reached (a process group's), were gone by the time Tune asked them to stop its trials."""
+
+    def fit(self):
+        raise RuntimeError("Failed to connect to GCS")
+
+
+def test_a_tune_error_after_a_sigterm_is_the_interruption_not_ray_giving_up():
+    with pytest.raises(KeyboardInterrupt):
+        tune.fit_sweep(_RayGoneTuner(), "sigterm_check", terminated=[signal.SIGTERM])
+    with pytest.raises(tune.SweepStopped):  # without a SIGTERM: Ray gave up, as before
+        tune.fit_sweep(_RayGoneTuner(), "sigterm_check", terminated=[])
+
+
+def test_the_block_yields_the_sigterms_it_received():
+    before_int = signal.signal(signal.SIGINT, lambda signum, frame: None)
+    try:
+        with tune.sigterm_as_ctrl_c() as terminated:
+            assert terminated == []
+            signal.raise_signal(signal.SIGTERM)
+        assert terminated == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGINT, before_int)

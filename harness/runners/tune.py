@@ -515,7 +515,7 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
         env[WAIT_FOR_RUN] = "1"  # a config drawn twice: its second trial waits for the first (launch.claim_run)
     env.update({k: v for k, v in os.environ.items() if k.startswith("WANDB_")})
 
-    with ray_session(), sigterm_as_ctrl_c():  # after ray.init, whose own SIGTERM handler it replaces
+    with ray_session(), sigterm_as_ctrl_c() as terminated:  # after ray.init, whose SIGTERM handler it replaces
         import ray
         from ray import tune  # after ray_session has set Ray's environment
 
@@ -547,7 +547,7 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
                                         trial_dirname_creator=listed_dirname if finished else None),
             run_config=tune.RunConfig(name=sweep.name, storage_path=str(runs_dir / "_tune"), verbose=1),
         )
-        grid = fit_sweep(tuner, sweep.name)
+        grid = fit_sweep(tuner, sweep.name, terminated)
         results = list(grid)
         rows = sweep_rows(results, sweep, runs_dir, trial_configs(grid), stored=finished)
     if any(_reported_nothing(result) for result in results):  # Ctrl-C: Tune ended the sweep before every trial ran
@@ -556,17 +556,20 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def sigterm_as_ctrl_c() -> Iterator[None]:
+def sigterm_as_ctrl_c() -> Iterator[list[int]]:
     """Inside the block, SIGTERM does what Ctrl-C does at that moment: during ``tuner.fit()`` Tune's own handler ends
     the sweep in order (its trials stopped, their runs stored as interrupted, the table printed, exit code 130),
     elsewhere a KeyboardInterrupt. Ray's driver handler, which ``ray.init`` installs, raises ``SystemExit(1)``
     wherever the main thread is instead, and the sweep ended with exit code 1 and not a word. Only the main thread
-    can own signal handlers; elsewhere the block changes nothing."""
+    can own signal handlers; elsewhere the block changes nothing. Yields the list of the SIGTERMs received (for
+    :func:`fit_sweep`)."""
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
 
     def handler(signum: int, frame: Any) -> None:
+        received.append(signum)
         interrupt = signal.getsignal(signal.SIGINT)
         if not callable(interrupt) or not local_ray_survives():  # SIG_IGN (a background job of a script), or
             raise KeyboardInterrupt  # Ray's own processes got the SIGTERM too: Tune could not end the sweep in order
@@ -574,12 +577,12 @@ def sigterm_as_ctrl_c() -> Iterator[None]:
 
     previous = signal.signal(signal.SIGTERM, handler)
     try:
-        yield
+        yield received
     finally:
         signal.signal(signal.SIGTERM, previous)
 
 
-def local_ray_survives(wait_s: float = 1.0) -> bool:
+def local_ray_survives(wait_s: float = 2.0) -> bool:
     """Whether the processes of the local Ray this driver started (its GCS server, raylet, ...) are all still alive
     ``wait_s`` after a SIGTERM: a SIGTERM sent to the driver's process group (``kill -TERM -PGID``, GNU ``timeout``)
     reaches them too, as Ray starts them in that group, and they end at once (they ignore only SIGINT), so Tune,
@@ -754,13 +757,17 @@ def sweep_rows(results: list[Any], sweep: Sweep, runs_dir: Path, configs: list[d
 
 
 
-def fit_sweep(tuner: Any, name: str) -> Any:
+def fit_sweep(tuner: Any, name: str, terminated: list[int] | None = None) -> Any:
     """``tuner.fit()``, with Ray Tune giving up part-way turned into :class:`SweepStopped`: one line saying why and
     that the same command runs the rest (a trial whose run completed is not run again; one cut off resumes from
-    its checkpoint, since its owner process is gone)."""
+    its checkpoint, since its owner process is gone). After a SIGTERM (``terminated``, :func:`sigterm_as_ctrl_c`)
+    Tune's error is that signal's doing (it may have ended Ray's own processes too, while Tune stopped its trials):
+    a KeyboardInterrupt, the stop the user asked for."""
     try:
         return tuner.fit()
     except Exception as exc:  # noqa: BLE001  whatever stopped Tune's controller (e.g. ray.exceptions.OutOfMemoryError)
+        if terminated:
+            raise KeyboardInterrupt from exc
         cause = exc.__cause__ or exc.__context__ or exc
         raise SweepStopped(f"sweep {name} stopped part-way: {_reason(cause)}; the finished trials' runs are stored "
                            "and the same command runs the rest") from exc
