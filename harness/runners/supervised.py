@@ -111,6 +111,12 @@ class StopAtTarget(pl.Callback):
 
     Lightning's ``EarlyStopping(stopping_threshold=...)`` needs the target to be strictly passed, which
     a perfect accuracy of 1.0 never is. Runs before ``ModelCheckpoint`` so the checkpoint records the stop.
+
+    The value is the float32 metric Lightning logged, compared with the target as a Python float: a target that
+    float32 rounds down is not reached by a value equal to it (7/10 is logged as 0.699999988 < 0.7, so a run with
+    ``train.stop_at=0.7`` goes on to its next better validation), while 1.0, 0.99 and 0.999 (rounded up: every
+    target of the shipped runs) and fractions exact in float32 (halves, eighths) compare as written. Comparing in
+    float32 would move the stop of such runs; kept as it is so that the stored runs stay what this code trains.
     """
 
     def __init__(self, monitor: str, mode: str, target: float) -> None:
