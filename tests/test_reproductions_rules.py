@@ -1,0 +1,58 @@
+"""Rules of a reproduction check, on hand-made figures and logs (no training): a figure is equal only bit for bit
+and its difference is relative to the stored value; every stored figure is compared (a missing one too), except
+those a later retest added; a check counts its equal figures and names the one furthest apart; one training is
+recorded once, and a check of no figures is not bit for bit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.reproduce import Figure, compare, verdict
+from harness.reproductions import append, check_record, exact, recorded_already, summary
+
+EPYC = {"processor": "AMD EPYC", "cpu_id": "AuthenticAMD family 25 model 1 stepping 1", "cpu_capability": "AVX2"}
+
+
+def test_a_figure_differs_relative_to_its_stored_value():
+    """2.0 stored, 3.0 now: 0.5 apart relative to the stored value (not 1/3, relative to the new one)."""
+    assert Figure("test/loss", 2.0, 3.0).relative == 0.5
+    figures = [Figure("a", 1.0, 1.1), Figure("b", 2.0, 3.0), Figure("c", 4.0, 4.0)]
+    assert verdict(figures, EPYC, EPYC).startswith("2 of the 3 figures differ, by up to 5.0e-01 relative")
+
+
+def test_every_stored_figure_is_compared_a_missing_one_too_but_not_a_later_retests():
+    stored = {"metrics": {"test/acc": 0.5, "test/loss": 1.0, "test_files/acc": 0.4},
+              "retests": [{"splits": ["test_files"]}]}
+    figures = compare(stored, {"metrics": {"test/acc": 0.5}})
+    assert [(f.name, f.equal) for f in figures] == [("test/acc", True), ("test/loss", False)]
+    assert figures[1].now is None
+
+
+def _check(figures: list[Figure], trained_at: str | None = "2026-12-01T10:00:00Z") -> dict[str, Any]:
+    now = {"wall_time_s": 30.2, "finished_at": trained_at, "git": {"commit": "abc", "dirty": False},
+           "code": {"files": {"tasks/babi/task.py": "d1"}}}
+    return check_record("r", "its own config", "harness bench ...", figures, EPYC, EPYC, "same", now)
+
+
+def test_a_check_counts_its_equal_figures_and_names_the_one_furthest_apart():
+    check = _check([Figure("a", 1.0, 1.0), Figure("b", 2.0, 3.0), Figure("c", 1.0, 1.1)])
+    assert (check["figures"], check["equal"]) == (3, 1)
+    assert check["largest"] == {"figure": "b", "stored": 2.0, "now": 3.0, "relative": 0.5}
+    assert check["differing"] == {"b": [2.0, 3.0], "c": [1.0, 1.1]}
+    assert not exact(check) and summary(check).startswith("1 of 3 figures equal (CPU: same kind; ")
+
+
+def test_a_check_of_no_figures_is_not_bit_for_bit():
+    check = _check([])
+    assert not exact(check) and summary(check).startswith("0 of 0 figures equal")
+    assert exact(_check([Figure("a", 1.0, 1.0)]))
+
+
+def test_one_training_is_recorded_once_and_another_training_or_outcome_is_a_check_of_its_own(tmp_path: Path):
+    first = _check([Figure("a", 1.0, 1.0)])
+    append(tmp_path, first)
+    assert recorded_already(tmp_path, _check([Figure("a", 1.0, 1.0)])) == first  # compared twice
+    assert recorded_already(tmp_path, _check([Figure("a", 1.0, 1.0)], "2026-12-02T10:00:00Z")) is None  # again
+    assert recorded_already(tmp_path, _check([Figure("a", 0.5, 1.0)])) is None  # the stored run changed since
+    assert recorded_already(tmp_path, {**first, "run_id": "other"}) is None
