@@ -56,3 +56,31 @@ def test_one_training_is_recorded_once_and_another_training_or_outcome_is_a_chec
     assert recorded_already(tmp_path, _check([Figure("a", 1.0, 1.0)], "2026-12-02T10:00:00Z")) is None  # again
     assert recorded_already(tmp_path, _check([Figure("a", 0.5, 1.0)])) is None  # the stored run changed since
     assert recorded_already(tmp_path, {**first, "run_id": "other"}) is None
+
+
+def test_the_readmes_reproduced_counts_take_each_run_once_at_its_latest_check(tmp_path: Path):
+    """Four checks of three of four stored runs: run a came back bit for bit, then differed on the same kind of CPU;
+    b and c differed on another kind. One check of the four was bit for bit, the latest of none of the three runs;
+    by task, 3 of 4 runs trained again, 2 differing on another kind of CPU and 1 on the same kind; by machines, the
+    two checks of a are of one run, those of b and c of two."""
+    import json
+
+    from reports.reproduced import section
+
+    for name in "abcd":
+        (tmp_path / "babi" / "lstm" / name).mkdir(parents=True)
+        (tmp_path / "babi" / "lstm" / name / "results.json").write_text("{}")
+    xeon = {"processor": "Intel Xeon"}
+
+    def check(run_id: str, day: int, equal: int, cpu: str, stored_on: dict[str, Any]) -> dict[str, Any]:
+        return {"run_id": run_id, "checked_at": f"2026-11-2{day}T00:00:00Z", "figures": 4, "equal": equal,
+                "cpu": cpu, "stored_on": stored_on, "now_on": EPYC, "budget": "its own config"}
+
+    (tmp_path / "reproductions.json").write_text(json.dumps([
+        check("a", 1, 4, "same", EPYC), check("a", 2, 3, "same", EPYC),
+        check("b", 1, 2, "other", xeon), check("c", 1, 0, "other", xeon)]))
+    text = "\n".join(section(tmp_path))
+    assert ("(4 checks of 3 runs; 1 of the checks came back bit for bit, and the latest check of 0 of the 3 runs)"
+            in text)
+    assert "| babi | 4 | 3 | 0 | 2 | 0 | 1 |" in text and "| all | 4 | 3 | 0 | 2 | 0 | 1 |" in text
+    assert "| same kind | 2 | 1 | 1 | 8 |" in text and "| another kind | 2 | 2 | 0 | 8 |" in text
