@@ -83,3 +83,43 @@ def test_a_smoke_run_shares_no_published_settings_even_where_its_config_does():
     assert differences(_run({"task": {"source": "files"}}, profile="smoke"), {"task.source": "files"}) == [
         "profile smoke (a few batches) ≠ a full run"]
     assert differences(_run({"task": {"source": "files"}}), {"task.source": "files"}) == []
+
+
+def test_a_published_number_is_the_one_of_the_runs_own_task(tmp_path):
+    """A TPR-RNN run of bAbI task 3 on the official files stands beside Table 2's task 3 (1.78), not task 1's."""
+    text = _babi_runs(tmp_path / "results", [("a", 0, 3, None, 0.02)])
+    (row,) = [line for line in text.splitlines() if line.startswith("| 3 | tpr_rnn |")]
+    assert row.split(" | ")[6:8] == ["2.00", "1.78"], row
+
+
+def _cell_run(run_id: str, results: dict[str, Any], config: dict[str, Any] | None = None) -> RunRecord:
+    return RunRecord(path=Path(run_id), rel_path=run_id, task="babi", model="lstm", run_id=run_id,
+                     results=results, status="completed", config=config or {})
+
+
+def test_a_cells_steps_are_the_mean_over_its_seeds_and_its_stacks_are_counted_once():
+    """Seeds of 100 and 300 steps: 200, not their sum. Four seeds trained as two stacks of two: "2 stacks of 2"."""
+    from reports.readme_cells import machine_note, mean_of
+
+    assert mean_of([_cell_run("a", {"steps": 100}), _cell_run("b", {"steps": 300})], "steps") == "200"
+    stacked = [_cell_run(name, {"stack": stack}) for name, stack in
+               (("a", ["a", "b"]), ("b", ["a", "b"]), ("c", ["c", "d"]), ("d", ["c", "d"]))]
+    assert machine_note(stacked) == " (stacked: 2 stacks of 2)"
+
+
+def test_generator_fidelity_at_exactly_the_target_is_reached():
+    """The fidelity column is ">= 90%": an official-file accuracy of exactly 0.9 reads "yes"."""
+    from reports.readme import fidelity_lines
+
+    run = _cell_run("g", {"metrics": {"test/acc": 0.95, "test_files/acc": 0.9}},
+                    {"task": {"source": "generator", "babi_id": 1}})
+    (row,) = [line for line in fidelity_lines([[run]]) if line.startswith("| 1 |")]
+    assert row.split(" | ")[5:8] == ["95.0", "90.0", "yes"], row
+
+
+def test_rollout_horizons_are_in_numeric_order():
+    from reports.readme_world import _rollout
+
+    run = _cell_run("w", {"metrics": {f"rollout/step_{step}/acc": acc for step, acc in
+                                      ((1000, 0.5), (20, 0.9), (100, 0.75))}})
+    assert _rollout(run) == "20: 90.0, 100: 75.0, 1,000: 50.0"
