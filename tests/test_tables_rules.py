@@ -4,8 +4,9 @@ deviation are over its seeds, each seed counted once (the latest completed run o
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from reports.store import assign_variants, load_store
+from reports.store import RunRecord, assign_variants, load_store
 from reports.tables import mean_sd, rankings
 from tests.test_report import write_run
 
@@ -30,3 +31,43 @@ def test_mean_sd_is_the_sample_standard_deviation():
     mean, sd = mean_sd([1.0, 2.0, 3.0])
     assert mean == 2.0 and sd == 1.0  # sqrt(((1 - 2)² + 0 + (3 - 2)²) / (3 - 1))
     assert mean_sd([4.0]) == (4.0, None)
+
+
+def test_a_matrix_cell_counts_a_seed_trained_twice_once():
+    """Three completed runs, two of them seed 0: 3 runs of 2 seeds."""
+    from reports.tables import matrix
+
+    runs = [RunRecord(path=Path(name), rel_path=name, task="babi", model="lstm", run_id=name, status="completed",
+                      results={"seed": seed, "metrics": {"test/acc": 0.5}}, config={"seed": seed})
+            for name, seed in (("a", 0), ("b", 0), ("c", 1))]
+    row = next(row for row in matrix(runs, [])["rows"] if row["task"] == "babi")
+    cell = next(cell for cell in row["cells"] if cell["model"] == "lstm")
+    assert (cell["n_runs"], cell["n_seeds"]) == (3, 2)
+
+
+def test_models_of_equal_means_rank_by_name():
+    runs = [RunRecord(path=Path(model), rel_path=model, task="babi", model=model, run_id=model, status="completed",
+                      results={"seed": 0, "metrics": {"test/acc": 0.9}, "profile": "cpu"},
+                      config={"task": {"babi_id": 1}}) for model in ("mha", "lstm")]
+    (row,) = rankings(runs, criteria={})
+    assert [(entry["rank"], entry["model"]) for entry in row["entries"]] == [(1, "lstm"), (2, "mha")]
+
+
+def test_a_generated_run_tested_on_the_files_is_ranked_under_its_data_set():
+    """A run trained on generated data and also tested on the official files read en-10k's test file: its setting
+    names the set; one tested on generated data only read no files and names none."""
+    from reports.tables import setting_label
+
+    def run(task: dict[str, Any]) -> RunRecord:
+        return RunRecord(path=Path("r"), rel_path="r", task="babi", model="lstm", run_id="r", status="completed",
+                         results={"profile": "cpu"}, config={"task": {"babi_id": 1, "data_set": "en-10k", **task}})
+
+    assert setting_label(run({"source": "generator", "test_on": ["files"]})) == "task 1 [cpu] (en-10k, generator)"
+    assert setting_label(run({"source": "generator"})) == "task 1 [cpu] (generator)"
+
+
+def test_a_missing_number_reads_as_a_dash():
+    from reports.tables import fmt, fmt_count
+
+    assert fmt(float("nan")) == "–" and fmt(None) == "–" and fmt(0.25, 2) == "0.25"
+    assert fmt_count(float("nan")) == "–" and fmt_count(12345.6) == "12,346"
