@@ -84,3 +84,29 @@ def test_the_readmes_reproduced_counts_take_each_run_once_at_its_latest_check(tm
             in text)
     assert "| babi | 4 | 3 | 0 | 2 | 0 | 1 |" in text and "| all | 4 | 3 | 0 | 2 | 0 | 1 |" in text
     assert "| same kind | 2 | 1 | 1 | 8 |" in text and "| another kind | 2 | 2 | 0 | 8 |" in text
+
+
+def _stored(status: str = "completed") -> Any:
+    """A supervised run the 10-minute cap stopped in epoch 3 of 10, its tested checkpoint at the end of epoch 2."""
+    from reports.store import RunRecord
+
+    return RunRecord(path=Path("r"), rel_path="r", task="babi", model="lstm", run_id="r", status=status,
+                     results={"epochs": 3, "steps": 30, "best": {"metric": "val/acc", "value": 0.5, "epoch": 2}},
+                     config={"train": {"max_time_s": 600, "max_epochs": 10}})
+
+
+def test_a_capped_run_with_an_epoch_budget_is_trained_again_and_a_run_not_completed_is_refused():
+    from harness.reproduce import refusal
+    from reports.tables import checkpoint_budget
+
+    assert checkpoint_budget(_stored()) == 2 and refusal(_stored()) is None
+    for status in ("diverged", "running", "failed"):
+        assert refusal(_stored(status)) == f"r is {status}, not completed: there are no figures to reproduce"
+
+
+def test_the_machine_of_a_resumed_run_is_its_last_attempts():
+    from harness.reproduce import machine
+
+    attempts = [{"machine": {"processor": "A"}}, {"machine": {"processor": "B"}}]
+    assert machine({"attempts": attempts}) == {"processor": "B"}
+    assert machine({"machine": {"processor": "C"}, "attempts": attempts}) == {"processor": "C"}
