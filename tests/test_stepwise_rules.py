@@ -25,7 +25,14 @@ from torch import nn
 from harness.runners import stepwise
 from harness.runs import Run
 from harness.streams import StreamStep
-from tests.test_stepwise_runner import RememberTheBit, TinyRecurrent, Tracker, config, curve_without_timing
+from tests.test_stepwise_runner import (
+    RememberTheBit,
+    TinyRecurrent,
+    Tracker,
+    config,
+    curve_without_timing,
+    killed_at_five_then_resumed,
+)
 
 
 class Capture(torch.optim.SGD):
@@ -160,20 +167,7 @@ def test_a_resumed_curriculum_keeps_its_streak(tmp_path: Path, monkeypatch: pyte
     lengths = [float(row["trajectory_length"]) for row in curve_without_timing(tmp_path / "whole")
                if row.get("trajectory_length")]
     assert lengths == [1.0, 2.0, 2.0, 3.0, 3.0, 4.0]
-    real_cycle, calls = stepwise.train_cycle, {"n": 0}
-
-    def killed_at_five(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise KeyboardInterrupt
-        return real_cycle(*args, **kwargs)
-
-    monkeypatch.setattr(stepwise, "train_cycle", killed_at_five)
-    torch.manual_seed(0)
-    with pytest.raises(KeyboardInterrupt):
-        stepwise.train_stepwise(cfg, RememberTheBit(), TinyRecurrent(), Run(tmp_path / "split"), Tracker())
-    monkeypatch.setattr(stepwise, "train_cycle", real_cycle)
-    stepwise.train_stepwise(cfg, RememberTheBit(), TinyRecurrent(), Run(tmp_path / "split"), Tracker())
+    killed_at_five_then_resumed(cfg, tmp_path / "split", monkeypatch)
     assert curve_without_timing(tmp_path / "split") == curve_without_timing(tmp_path / "whole")
 
 

@@ -187,6 +187,16 @@ def test_interrupted_run_resumes_to_the_same_numbers(tmp_path, monkeypatch, over
     assert whole["steps"] == cfg.stepwise.iterations and (tmp_path / "whole" / "rollout.csv").exists()
     assert {"test/acc", "rollout/step_10/acc", "rollout/step_20/recall/acc"} <= set(whole["metrics"])
 
+    # resumed from a different initialisation: the checkpoint must win
+    resumed = killed_at_five_then_resumed(cfg, tmp_path / "split", monkeypatch, resume_seed=123)
+    assert resumed["metrics"] == whole["metrics"] and resumed["best"] == whole["best"]
+    assert curve_without_timing(tmp_path / "split") == curve_without_timing(tmp_path / "whole")
+
+
+def killed_at_five_then_resumed(cfg: Any, run_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                resume_seed: int | None = None) -> dict[str, Any]:
+    """Train ``cfg`` (seed 0) into ``run_path`` with a Ctrl-C at cycle 5, after the checkpoint of cycle 3, then run
+    the same command again (torch seeded with ``resume_seed`` first, where given): the resumed run's results."""
     real_cycle, calls = stepwise.train_cycle, {"n": 0}
 
     def killed_at_five(*args: Any, **kwargs: Any) -> Any:
@@ -198,12 +208,11 @@ def test_interrupted_run_resumes_to_the_same_numbers(tmp_path, monkeypatch, over
     monkeypatch.setattr(stepwise, "train_cycle", killed_at_five)
     torch.manual_seed(0)
     with pytest.raises(KeyboardInterrupt):
-        stepwise.train_stepwise(cfg, RememberTheBit(), TinyRecurrent(), Run(tmp_path / "split"), Tracker())
+        stepwise.train_stepwise(cfg, RememberTheBit(), TinyRecurrent(), Run(run_path), Tracker())
     monkeypatch.setattr(stepwise, "train_cycle", real_cycle)
-    torch.manual_seed(123)  # a different initialisation: the checkpoint must win
-    resumed = stepwise.train_stepwise(cfg, RememberTheBit(), TinyRecurrent(), Run(tmp_path / "split"), Tracker())
-    assert resumed["metrics"] == whole["metrics"] and resumed["best"] == whole["best"]
-    assert curve_without_timing(tmp_path / "split") == curve_without_timing(tmp_path / "whole")
+    if resume_seed is not None:
+        torch.manual_seed(resume_seed)
+    return stepwise.train_stepwise(cfg, RememberTheBit(), TinyRecurrent(), Run(run_path), Tracker())
 
 
 def curve_without_timing(run_path: Path) -> list[dict[str, str]]:
