@@ -15,7 +15,9 @@ def test_times_the_marker_line_and_the_exit():
     code = f"import time; print('loading'); time.sleep(0.2); print({bench_start.MARKER!r}, 1, flush=True); " \
            "time.sleep(0.3)"
     first_step, finished = bench_start.time_command([sys.executable, "-c", code], {})
-    assert 0.2 <= first_step < finished and finished - first_step >= 0.3
+    # the marker is read when it arrives, which a loaded machine can delay by tens of milliseconds, so the gap
+    # between it and the exit can be under the 0.3 s slept; the exit itself comes after both sleeps
+    assert 0.2 <= first_step < finished and finished >= 0.5
 
 
 @pytest.mark.parametrize("code", ["print('trained nothing')", f"print({bench_start.MARKER!r}); raise SystemExit(3)"])

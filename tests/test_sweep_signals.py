@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.runners import tune
-from harness.runs import GONE, listed_status
+from harness.runs import GONE, listed_status, owner_state
 from tests.conftest import ROOT, requires_loopback_only
 
 LONG_SWEEP = """name: sigterm_check
@@ -113,3 +114,25 @@ def test_the_block_yields_the_sigterms_it_received():
         assert terminated == [signal.SIGTERM]
     finally:
         signal.signal(signal.SIGINT, before_int)
+
+
+def test_a_stopped_trials_row_waits_for_the_process_still_writing_its_run(monkeypatch):
+    """Tune's loop can end while a stopped trial's worker still trains for a moment: its run reads ``running`` with a
+    live owner. The row waits (bounded) until that process lets the run go, then reads it again; a run another
+    command goes on writing past the wait is read as it is."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.0)", "harness"])
+    running = {"status": "running", "owner": {"host": socket.gethostname(), "pid": child.pid}}
+    stopped = {"status": "interrupted"}
+    monkeypatch.setattr(tune, "stored_results", lambda composed, runs_dir: stopped if child.poll() is not None
+                        else running)
+    try:
+        started = time.monotonic()
+        # once the writer has ended: the run as it left it (here: interrupted), or read just before it ended
+        assert owner_state(tune.settled_results(None, Path("."), wait_s=30)) != "alive"
+        assert time.monotonic() - started < 25
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "harness"])
+        running["owner"]["pid"] = child.pid
+        assert tune.settled_results(None, Path("."), wait_s=0.5) == running  # still written after the wait
+    finally:
+        child.kill()
+        child.wait()

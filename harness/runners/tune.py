@@ -448,6 +448,25 @@ def stored_results(composed: Any, runs_dir: Path) -> dict[str, Any] | None:
     return run.read_results() if run.exists() and not run.damage() else None
 
 
+OWNER_EXIT_WAIT_S = 15.0
+"""How long the row of a trial that reported nothing waits for the process still writing its run to let it go."""
+
+
+def settled_results(composed: Any, runs_dir: Path, wait_s: float = OWNER_EXIT_WAIT_S) -> dict[str, Any] | None:
+    """:func:`stored_results`, once no live process on this host is writing the run, up to ``wait_s``: a trial that
+    Tune has stopped can train on for a moment after Tune's loop has ended, until Ray ends its worker, and its run
+    would read ``running`` though the sweep stopped it. After ``wait_s`` (another command training the same run) the
+    results as they are."""
+    from harness.runs import owner_state
+
+    deadline = time.monotonic() + wait_s
+    results = stored_results(composed, runs_dir)
+    while results is not None and owner_state(results) == "alive" and time.monotonic() < deadline:
+        time.sleep(0.2)
+        results = stored_results(composed, runs_dir)
+    return results
+
+
 def _receive(trial: dict[str, Any], sweep: Sweep, store: Any, root: Path) -> Any:
     """Cluster mode, before the run: pin the run id (it holds the data fingerprint), clear this node's stale copy
     of the run and put the driver's copy (if any) in its place. Returns the run's sender."""
@@ -826,7 +845,7 @@ def _stored_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path, died: str |
         prepare_task(composed)
     except Exception as exc:  # noqa: BLE001  the trial would have failed the same way
         return {"trial": label, "run_id": None, "status": "failed", "reason": _reason(exc), "metrics": {}}
-    results = stored_results(composed, runs_dir)
+    results = settled_results(composed, runs_dir)
     status = (results or {}).get("status")
     if results is None and died:
         status, reason = "failed", _one_line(f"{died}; no run was stored; the same sweep command runs it")
