@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness import PROJECT_ROOT
-from harness.errors import INTERRUPTED, SweepStopped, UserError, did_you_mean, listed
+from harness.errors import INTERRUPTED, SweepStopped, UserError, counted, did_you_mean, listed
 from harness.fetch_catalogue import CATALOGUE
 from harness.registry import REGISTRY
 
@@ -187,15 +187,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         entries = len(trial_cells(sweep)) if sweep.tasks else len(cells)
         points = entries * grid * sweep.num_samples
         runs = points * len(sweep.seeds)
-        count = _count(runs, "trial")
+        count = counted(runs, "trial")
         if sweep.stack_seeds:
             joined = math.prod(len(sweep.space[key]["values"]) for key in sweep.stack_grid)
-            each = _count(len(sweep.seeds), 'seed') + (f" x {_count(joined, 'grid value')}" if sweep.stack_grid else "")
-            count = (f"{_count(points // joined, 'trial')} of {each} each, stacked where the cell can stack, else one "
-                     f"after another ({_count(runs, 'run')})")
+            each = counted(len(sweep.seeds), "seed") + (f" x {counted(joined, 'grid value')}"
+                                                        if sweep.stack_grid else "")
+            count = (f"{counted(points // joined, 'trial')} of {each} each, stacked where the cell can stack, else one "
+                     f"after another ({counted(runs, 'run')})")
         what = (f"{sweep.task} x {', '.join(m for _, m in cells)}" if not sweep.tasks else
-                f"{_count(len(cells), 'cell')} of {_count(len({t for t, _ in cells}), 'task')} x "
-                f"{_count(len({m for _, m in cells}), 'model')}")
+                f"{counted(len(cells), 'cell')} of {counted(len({t for t, _ in cells}), 'task')} x "
+                f"{counted(len({m for _, m in cells}), 'model')}")
         print(f"sweep {sweep.name}: {what}, profile {sweep.profile}, {count}; the config composes for "
               f"every {'cell' if sweep.tasks else 'model'}")
         return 0
@@ -236,11 +237,6 @@ def _choose_cells(sweep: Any, cells: str) -> None:
         raise UserError(f"sweep {sweep.name}: --cells {', '.join(unmatched)} {verb} none of its cells; its cells: "
                         f"{known}")
     sweep.models = models
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 trial``, ``2 trials``: a count with its noun in the right number (the nouns here take an -s)."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -40,3 +40,8 @@ def listed(names: list[str], shown: int) -> str:
     """The first ``shown`` names, comma-separated, and how many more: ``a, b and 3 more``."""
     more = f" and {len(names) - shown} more" if len(names) > shown else ""
     return ", ".join(names[:shown]) + more
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 trial``, ``2 trials``: a count with its noun in the right number (for nouns that take an -s)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -119,7 +119,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness.errors import SweepStopped, UserError
+from harness.errors import SweepStopped, UserError, counted
 from harness.paths import check_writable_folder
 from harness.runners.sweep_file import (
     SWEEP_FILE,
@@ -683,20 +683,15 @@ def split_note(sweep: Sweep, runs_dir: Path, finished: list[dict[str, Any]], lef
     runs completed (``finished``: their rows, read from the store) and how many (``left``) Tune is given. A stacked
     sweep's trial is one stack: the runs are counted beside it."""
     noun = "stacked trial" if sweep.stack_seeds else "trial"
-    runs = f" ({_count(len(finished), 'run')})" if sweep.stack_seeds else ""
+    runs = f" ({counted(len(finished), 'run')})" if sweep.stack_seeds else ""
     if left:
-        counted = f"{_count(len(finished), 'run')}, " if sweep.stack_seeds else ""
+        their_runs = f"{counted(len(finished), 'run')}, " if sweep.stack_seeds else ""
         return (f"sweep {sweep.name}: {total - len(left)} of its {total} {noun}s' runs are completed in {runs_dir} "
-                f"({counted}reported from the store); running the other {len(left)}")
+                f"({their_runs}reported from the store); running the other {len(left)}")
     done = (f"every one of its {total} {noun}s' runs is" if total > 1 else
             f"the runs of its one {noun} are" if sweep.stack_seeds else f"the run of its one {noun} is")
     return (f"sweep {sweep.name}: {done} completed in {runs_dir}{runs}; nothing to run (harness bench --force "
             "retrains one)")
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 run``, ``2 runs``: a count with its noun in the right number."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 LISTED = "listed_trial"  # the key of Tune's grid over the trials left to run (a sweep run in part, split_completed)
@@ -808,16 +803,21 @@ def _rows(result: Any, sweep: Sweep, runs_dir: Path, known: dict[str, Any] | Non
     return [_row(result, member, members.get(member_label(config, member)) or {}) for member in configs]
 
 
+def _no_report(result: Any) -> bool:
+    """Whether the trial function reported no outcome of its run (it reports every one, a failed one too)."""
+    metrics = result.metrics or {}
+    return not metrics.get("status") and "members" not in metrics
+
+
 def _reported_nothing(result: Any) -> bool:
     """Whether Tune ended the trial before it reported or raised: the sweep was stopped (Ctrl-C) first."""
-    return not (result.metrics or {}).get("status") and "members" not in (result.metrics or {}) and not result.error
+    return _no_report(result) and not result.error
 
 
 def _died(result: Any) -> bool:
     """Whether Tune's trial ended in an error without reporting: its process died (killed outright, out of memory,
     crashed), since the trial function itself reports every outcome of its run, a failed one too."""
-    metrics = result.metrics or {}
-    return bool(result.error) and not metrics.get("status") and "members" not in metrics
+    return bool(result.error) and _no_report(result)
 
 
 def _death(error: BaseException) -> str:
