@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 
 KEPT = ".damaged-"  # the mark of a file set aside because it could not be read (Run.set_aside)
 SCHEMA_VERSION = 2  # 2: attempts is a list of per-attempt provenance records; code and data fingerprints
+FLOAT32_SLACK = 1e-6
+"""How far apart two figures of a run may be and still be one figure: a run stores its metrics as float32 (950 right of
+1,000 is stored as 0.94999999), so a figure recomputed in float64 differs from it in the last places."""
 STATUSES = ("running", "completed", "failed", "diverged", "interrupted")
 REQUIRED_KEYS = ("run_id", "task", "model", "status")
 _TEMPORARY = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")  # atomic_write's temporary files (tempfile.mkstemp's names)

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from harness.runs import FLOAT32_SLACK
 from reports.papers import FactSpec, PaperSpec, TableSpec
 from reports.perf import PERF
 from reports.settings import check as check_settings
@@ -235,7 +236,7 @@ def rankings(runs: list[RunRecord], criteria: dict[str, Criterion] | None = None
 
 SOLVED_FILE = Path(__file__).with_name("solved.yaml")
 """The tasks' criteria for having solved them, each with its source (:func:`load_criteria`)."""
-SOLVED_TOLERANCE = 1e-6
+SOLVED_TOLERANCE = FLOAT32_SLACK
 """How far below a threshold a value may fall and still reach it: accuracies are float32 fractions, and 950 right of
 1,000 is stored as 0.94999999."""
 
@@ -1042,7 +1043,7 @@ def predictions_view(run: RunRecord) -> dict[str, Any] | None:
                        "wrong": fmt_count(numbers.get("wrong")),
                        "acc": _percent(acc), "reported": _percent(reported),
                        "agrees": "–" if acc is None or reported is None else
-                       "yes" if abs(acc - reported) < 1e-6 else f"no ({100 * (acc - reported):+.2f} points)"})
+                       "yes" if abs(acc - reported) <= FLOAT32_SLACK else f"no ({100 * (acc - reported):+.2f} points)"})
     try:
         wrong = json.loads((folder / "wrong.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

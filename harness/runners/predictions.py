@@ -41,7 +41,7 @@ from harness.config import Composed
 from harness.data import TARGET, TaskData, TensorDictDataset
 from harness.errors import UserError
 from harness.registry import load_entry
-from harness.runs import Run, atomic_write, atomic_write_text, default_runs_dir, holding_run
+from harness.runs import FLOAT32_SLACK, Run, atomic_write, atomic_write_text, default_runs_dir, holding_run
 
 FOLDER = "predictions"
 TABLE = "predictions.csv.gz"
@@ -212,15 +212,13 @@ def _predict_held(name: str, runs_dir: Path | None) -> dict[str, Any]:
     return summary
 
 
-AGREEMENT = 1e-6  # the run stores its metrics as float32
-
-
 def disagreeing(summary: dict[str, Any]) -> list[str]:
     """The splits whose accuracy recomputed from the predictions differs from the one the run reported (by more
-    than float32 rounding): the checkpoint or the data then no longer explain the run's figure."""
+    than float32 rounding, :data:`harness.runs.FLOAT32_SLACK`): the checkpoint or the data then no longer explain
+    the run's figure."""
     return [split for split, numbers in summary.items()
             if isinstance(numbers.get("acc"), float) and isinstance(numbers.get("reported_acc"), int | float)
-            and abs(numbers["acc"] - numbers["reported_acc"]) > AGREEMENT]
+            and abs(numbers["acc"] - numbers["reported_acc"]) > FLOAT32_SLACK]
 
 
 def disagreement_line(run_name: str, splits: list[str]) -> str:

@@ -1,0 +1,47 @@
+"""One float32 slack for "the same figure": ``harness predict`` (a split whose recomputed accuracy disagrees with
+the one the run reported), the run page's "agrees" column and the report's "solved" threshold all read
+:data:`harness.runs.FLOAT32_SLACK`, with the same boundary: a difference within the slack agrees, one beyond it does not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from harness.runners.predictions import disagreeing
+from harness.runs import FLOAT32_SLACK
+from reports.tables import SOLVED_TOLERANCE, predictions_view
+
+
+def page_agrees(tmp_path: Path, acc: float, reported: float) -> str:
+    """The run page's "agrees" cell for one split whose recomputed accuracy is ``acc``."""
+    folder = tmp_path / "predictions"
+    folder.mkdir(exist_ok=True)
+    summary = {"test": {"examples": 1000, "wrong": 50, "acc": acc, "reported_acc": reported}}
+    (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    view = predictions_view(SimpleNamespace(path=tmp_path, rel_path="runs/t/m/r"))
+    assert view is not None
+    return view["splits"][0]["agrees"]
+
+
+@pytest.mark.parametrize(("offset", "agree"), [(0.0, True), (0.5e-6, True), (0.999e-6, True), (1.001e-6, False),
+                                               (-2e-6, False)])
+def test_predict_and_run_page_draw_the_same_line(tmp_path: Path, offset: float, agree: bool) -> None:
+    reported = 0.5  # exact in binary: the offset alone decides
+    acc = reported + offset
+    assert (disagreeing({"test": {"acc": acc, "reported_acc": reported}}) == []) is agree
+    assert (page_agrees(tmp_path, acc, reported) == "yes") is agree
+
+
+def test_a_float32_figure_agrees_with_its_exact_fraction(tmp_path: Path) -> None:
+    stored = float(np.float32(950 / 1000))  # 0.949999988...
+    assert disagreeing({"test": {"acc": 0.95, "reported_acc": stored}}) == []
+    assert page_agrees(tmp_path, 0.95, stored) == "yes"
+    assert page_agrees(tmp_path, 0.951, stored).startswith("no (+0.10 points")
+
+
+def test_solved_threshold_uses_the_same_slack() -> None:
+    assert SOLVED_TOLERANCE == FLOAT32_SLACK == 1e-6
