@@ -126,7 +126,8 @@ def test_ctrl_c_while_the_predictions_are_written_says_the_run_completed(env, mo
     err = capsys.readouterr().err.strip().splitlines()
     run = only_run(Path(env["HARNESS_RUNS_DIR"]))
     assert err == [f"interrupted after run {run.name} completed: it is stored as completed (the same command "
-                   f"reports it); its predictions were not written: `harness predict {run.name}` writes them"]
+                   "reports it); its predictions were not written: the same command writes them (or `harness "
+                   f"predict {run.name}`)"]
     assert _results(run)["status"] == "completed"
     assert main(RELATIONS) == 0
     assert "already completed" in capsys.readouterr().out

@@ -1,6 +1,7 @@
 """One float32 slack for "the same figure": ``harness predict`` (a split whose recomputed accuracy disagrees with
 the one the run reported), the run page's "agrees" column and the report's "solved" threshold all read
-:data:`harness.runs.FLOAT32_SLACK`, with the same boundary: a difference within the slack agrees, one beyond it does not."""
+:data:`harness.runs.FLOAT32_SLACK`, with the same boundary: a difference within the slack agrees, one beyond it
+does not."""
 
 from __future__ import annotations
 

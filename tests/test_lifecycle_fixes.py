@@ -121,7 +121,7 @@ def test_an_unfinished_stack_member_is_not_resumed_alone_and_a_completed_one_is_
     assert "already completed" in out and "predictions are missing" not in out
 
 
-def test_a_completed_run_without_predictions_says_how_to_write_them(env, capsys):
+def test_a_completed_run_without_predictions_gets_them_from_the_same_command(env, capsys):
     assert main(RELATIONS) == 0
     run = only_run(Path(env["HARNESS_RUNS_DIR"]))
     for path in (run / "predictions").iterdir():
@@ -129,7 +129,8 @@ def test_a_completed_run_without_predictions_says_how_to_write_them(env, capsys)
     capsys.readouterr()
     assert main(RELATIONS) == 0
     out = capsys.readouterr().out
-    assert "already completed" in out and f"`harness predict {run.name}` writes them" in out
+    assert "already completed" in out and f"{run.name}: its predictions are missing" in out
+    assert (run / "predictions" / "summary.json").is_file()
 
 
 def test_leftover_temporary_files_of_killed_writes_are_removed_when_the_run_resumes(env, capsys):
@@ -284,7 +285,7 @@ def test_a_sweep_trial_waits_for_the_trial_training_its_config_and_reports_that_
     holder = os.open(run.path, os.O_RDONLY)
     fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
     monkeypatch.setenv(launch_module.WAIT_FOR_RUN, "1")
-    monkeypatch.setattr(launch_module, "already_completed", lambda run, composed, force: True)
+    monkeypatch.setattr(launch_module, "already_completed", lambda run, composed, force, complete=True: True)
     outcome: list[bool] = []
     waiter = threading.Thread(target=lambda: outcome.append(launch_module.claim_run(run, composed, False)))
     try:

@@ -134,7 +134,7 @@ def test_ctrl_c_while_a_completed_stack_writes_its_predictions_says_the_runs_com
     assert "resumes the run" not in err and len(err.splitlines()) == 1, err
     assert err.startswith("interrupted after the stack's 2 runs completed: they are stored as completed (the same "
                           "command reports them); the predictions of relations_game-mlp1-smoke-s8-"), err
-    assert err.endswith("were not written: `harness predict <run_id>` writes them")
+    assert err.endswith("were not written: the same command writes them (or `harness predict <run_id>`)")
     results = _results(Path(env["HARNESS_RUNS_DIR"]))
     assert [results[s]["status"] for s in (8, 9)] == ["completed", "completed"]  # both stored before the Ctrl-C
 

@@ -484,9 +484,11 @@ def keep_offline_wandb(run: Run) -> Path | None:
     return target
 
 
-def already_completed(run: Run, composed: Composed, force: bool) -> bool:
+def already_completed(run: Run, composed: Composed, force: bool, complete: bool = True) -> bool:
     """True (after printing its summary) when the run completed and ``force`` is off; a run that another live
-    process owns is a UserError."""
+    process owns is a UserError. ``complete``: write the predictions a kill kept it from writing
+    (:func:`complete_predictions`); off where this process holds the run's folder (:func:`claim_run`), which the
+    writing would need: the line then says how to write them."""
     if run.owner_alive():
         owner = run.read_results()["owner"]
         raise UserError(f"run {composed.run_id} is in progress (pid {owner['pid']}); wait for it or stop it")
@@ -498,11 +500,35 @@ def already_completed(run: Run, composed: Composed, force: bool) -> bool:
         print(f"already completed{stale}; {force_hint('retrains it')}:")
         print(_summary_line(run, results))
         restore_config(run, composed)
-        if _predictions_missing(run, composed):
+        if complete:
+            complete_predictions(run, composed)
+        elif _predictions_missing(run, composed):
             print(f"its predictions are missing (the run was stopped before it wrote them): `harness predict "
                   f"{run.path.name}` writes them from its checkpoint", flush=True)
         return True
     return False
+
+
+def complete_predictions(run: Run, composed: Composed) -> None:
+    """Write the predictions of a completed supervised single run that lacks them (a kill landed between its
+    completion and their writing) from its checkpoint, as ``harness predict`` does, so that the command that
+    trained it, run again, leaves nothing missing. A read-only store, a run another process holds or a failed
+    write get one line with the ``harness predict`` command instead: the run itself stands either way."""
+    if not _predictions_missing(run, composed):
+        return
+    hint = f"`harness predict {run.path.name}` writes them from its checkpoint"
+    if not os.access(run.path, os.W_OK):
+        print(f"{run.path.name}: its predictions are missing (the run was stopped before it wrote them) and the "
+              f"store is read-only here; {hint}", flush=True)
+        return
+    print(f"{run.path.name}: its predictions are missing (the run was stopped before it wrote them); writing them "
+          "from its checkpoint", flush=True)
+    from harness.runners.predictions import predict_run
+
+    try:
+        predict_run(str(run.path))
+    except Exception as exc:  # noqa: BLE001  the predictions describe the run; the run itself stands
+        print(f"predictions not written ({type(exc).__name__}: {exc}); {hint}", flush=True)
 
 
 def restore_config(run: Run, composed: Composed) -> None:
@@ -543,10 +569,16 @@ def start_word(run: Run, results: dict[str, Any]) -> str:
 
 def _predictions_missing(run: Run, composed: Composed) -> bool:
     """Whether a completed supervised single run lacks the predictions the launcher writes after it completes."""
-    from harness.runners.predictions import FOLDER, SUMMARY, TABLE
-
     if composed.kind != "supervised" or composed.cfg.protocol.name != "single":
         return False
+    return predictions_may_be_missing(run)
+
+
+def predictions_may_be_missing(run: Run) -> bool:
+    """Whether the run's folder lacks whole predictions (:mod:`harness.runners.predictions`' table and summary);
+    whether it should have them, its config says (:func:`_predictions_missing`)."""
+    from harness.runners.predictions import FOLDER, SUMMARY, TABLE
+
     folder = run.path / FOLDER
     return not ((folder / TABLE).is_file() and (folder / SUMMARY).is_file())
 
@@ -909,7 +941,7 @@ def claim_run(run: Run, composed: Composed, force: bool) -> bool:
         os.close(handle)
     else:
         _CLAIMS.append(handle)
-    return already_completed(run, composed, force)
+    return already_completed(run, composed, force, complete=False)
 
 
 def release_claims() -> None:
@@ -1008,8 +1040,8 @@ def _launch(composed: Composed, force: bool, runs_dir: Path | None) -> int:
 def interrupted_after_completion(run: Run, composed: Composed) -> str:
     """The line for a Ctrl-C that landed after the run was stored as completed (while its summary or predictions
     were written): what stands, and what, if anything, is missing."""
-    missing = (f"; its predictions were not written: `harness predict {run.path.name}` writes them"
-               if _predictions_missing(run, composed) else "")
+    missing = (f"; its predictions were not written: the same command writes them (or `harness predict "
+               f"{run.path.name}`)" if _predictions_missing(run, composed) else "")
     return (f"interrupted after run {composed.run_id} completed: it is stored as completed (the same command "
             f"reports it){missing}")
 

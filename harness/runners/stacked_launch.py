@@ -416,7 +416,8 @@ class StackLaunch:
                    if record["status"] == "completed" and _predictions_missing(run, composed)]
         if missing:
             named = missing[0] if len(missing) == 1 else "<run_id>"
-            line += f"; the predictions of {', '.join(missing)} were not written: `harness predict {named}` writes them"
+            line += (f"; the predictions of {', '.join(missing)} were not written: the same command writes them (or "
+                     f"`harness predict {named}`)")
         return line
 
     def _train(self, datas: list[Any], members: list[Member], models: list[Any]) -> dict[str, dict[str, Any]]:

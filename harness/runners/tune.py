@@ -668,13 +668,22 @@ def split_completed(sweep: Sweep, runs_dir: Path) -> tuple[list[dict[str, Any]],
 
 def _completed_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path) -> dict[str, Any] | None:
     """The row of an (unstacked) trial whose run is completed in ``runs_dir``, read from the store; None when it is
-    not. Composed only when a completed run of its task, model, profile and seed is there at all."""
+    not. Composed only when a completed run of its task, model, profile and seed is there at all. The predictions a
+    kill kept a completed run from writing are written (:func:`harness.runners.launch.complete_predictions`)."""
     task, model = trial_cell(sweep, trial)
     prefix = f"{task}-{model}-{sweep.profile}-s{trial['seed']}-"
     if not any(_completed(path) for path in (runs_dir / task / model).glob(f"{prefix}*/results.json")):
         return None
+    from harness.runners.launch import complete_predictions, predictions_may_be_missing
+    from harness.runs import Run
+
     row = _stored_row(sweep, trial, runs_dir)
-    return row if row["status"] == "completed" else None
+    if row["status"] != "completed":
+        return None
+    run = Run(runs_dir / task / model / row["run_id"])
+    if predictions_may_be_missing(run):  # a kill before it wrote them: the same sweep command writes them
+        complete_predictions(run, compose_trial(sweep, trial))
+    return row
 
 
 def split_note(sweep: Sweep, runs_dir: Path, finished: list[dict[str, Any]], left: list[dict[str, Any]],
