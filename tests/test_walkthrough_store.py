@@ -155,7 +155,7 @@ def test_force_keeps_the_offline_wandb_runs_of_the_run_it_clears(env, tmp_path, 
             (offline / "run-abc.wandb").write_bytes(b"history")
 
 
-@pytest.mark.parametrize(("kind", "marker", "epochs"), [("stepwise", "train/loss", 3),
+@pytest.mark.parametrize(("kind", "marker", "epochs"), [("stepwise", "val/acc", 3),
                                                        ("supervised", "train/examples_per_s", 4)])
 def test_an_unfinished_attempt_records_how_far_its_curve_reached(tmp_path, kind, marker, epochs):
     from harness.runners.launch import record_progress
@@ -171,3 +171,21 @@ def test_an_unfinished_attempt_records_how_far_its_curve_reached(tmp_path, kind,
     results = {"status": "interrupted", "steps": 0, "attempts": [{"status": "interrupted"}]}
     record_progress(run, results, kind)
     assert results["steps"] == 20 and results["epochs"] == epochs and results["attempts"][-1]["steps"] == 20
+
+
+def test_an_unfinished_stepwise_attempt_records_the_cycle_of_its_checkpoint(tmp_path):
+    """Stepwise training logs every ``log_every`` cycles but flushes its curve and checkpoints only when it
+    validates (``eval_every``): killed after cycle 15's validation (logged at 10, validated at 15), it resumes from
+    cycle 15, which its attempt records, not the 10 of its last training row."""
+    from harness.runners.launch import record_progress
+    from harness.runs import CurveWriter, Run
+
+    run = Run(tmp_path / "run")
+    run.path.mkdir()
+    curve = CurveWriter(run.metrics_path)
+    curve.append(10, 0, {"train/loss": 1.0})
+    curve.append(15, 1, {"val/acc": 0.4, "val/loss": 2.0, "train/world_steps_per_s": 100.0})
+    curve.flush()
+    results = {"status": "interrupted", "steps": 0, "attempts": [{"status": "interrupted"}]}
+    record_progress(run, results, "stepwise")
+    assert (results["steps"], results["epochs"], results["attempts"][-1]["steps"]) == (15, 1, 15)

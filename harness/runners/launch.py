@@ -840,10 +840,12 @@ def remove_leftover_temporaries(run: Run) -> None:
 def record_progress(run: Run, results: dict[str, Any], kind: str = "supervised") -> None:
     """For an unfinished supervised or stepwise attempt: the step and epochs its curve (``metrics.csv``) reached,
     as a completed run records them, in ``steps``/``epochs`` and in the attempt's record. Supervised: the last
-    epoch row (epochs counted from 1); stepwise: the last training row (its epochs are the validations done)."""
+    epoch row (epochs counted from 1); stepwise: the last validation row, written with the checkpoint the run
+    resumes from (its epochs are the validations done; the curve is flushed only then, so its last training row may
+    lie behind that checkpoint, and a resume drops any row after it)."""
     if results.get("status") == "completed" or not run.metrics_path.exists() or curve_damage(run.metrics_path):
         return
-    marker = "train/examples_per_s" if kind == "supervised" else "train/loss"
+    marker = "train/examples_per_s" if kind == "supervised" else "val/acc"
     rows = [row for row in CurveWriter(run.metrics_path).rows if marker in row]
     if not rows:
         return
