@@ -123,3 +123,28 @@ def test_rollout_horizons_are_in_numeric_order():
     run = _cell_run("w", {"metrics": {f"rollout/step_{step}/acc": acc for step, acc in
                                       ((1000, 0.5), (20, 0.9), (100, 0.75))}})
     assert _rollout(run) == "20: 90.0, 100: 75.0, 1,000: 50.0"
+
+
+def _paper_with_fact(settings: dict[str, Any], published: float | None = 90.0, text: str = "≈ 90") -> Any:
+    from reports.papers import FactSpec, PaperSpec
+
+    fact = FactSpec(id="stage3_predinet", label="stage 3", published=published, published_text=text,
+                    ours={"runs": {"task": "relations_game", "model": "predinet"}, "value": "x"}, settings=settings)
+    return PaperSpec(name="predinet", title="PrediNet", citation="", tables=[], facts=[fact])
+
+
+def test_a_curriculum_rows_published_fact_says_when_ours_ran_at_other_settings():
+    """The curriculum table's "paper" cell (the PrediNet paper's §5 figure beside our stage-3 row): the published
+    text where our run has the fact's settings, "at other settings (...)" naming each difference where it does
+    not, the number itself when the fact has no text, and "–" for a fact the papers do not hold."""
+    from reports.readme import _fact
+
+    settings = {"optim.name": "sgd", "train.batch_size": 10}
+    same = _run({"optim": {"name": "sgd"}, "train": {"batch_size": 10}})
+    other = _run({"optim": {"name": "sgd"}, "train": {"batch_size": 32}})
+    assert _fact([_paper_with_fact(settings)], [same], "stage3_predinet") == "≈ 90"
+    cell = _fact([_paper_with_fact(settings)], [other], "stage3_predinet")
+    assert cell == "≈ 90 at other settings (batch_size 32 ≠ 10)", cell
+    assert _fact([_paper_with_fact(settings, 90.5, "")], [same], "stage3_predinet") == "90.5"
+    assert _fact([_paper_with_fact(settings, None, "")], [same], "stage3_predinet") == "–"
+    assert _fact([_paper_with_fact(settings)], [same], "stage3_mha") == "–"
