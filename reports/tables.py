@@ -1042,8 +1042,7 @@ def predictions_view(run: RunRecord) -> dict[str, Any] | None:
         splits.append({"split": split, "examples": fmt_count(numbers.get("examples")),
                        "wrong": fmt_count(numbers.get("wrong")),
                        "acc": _percent(acc), "reported": _percent(reported),
-                       "agrees": "–" if acc is None or reported is None else
-                       "yes" if abs(acc - reported) <= FLOAT32_SLACK else f"no ({100 * (acc - reported):+.2f} points)"})
+                       "agrees": _agreement(acc, reported, _as_number(numbers.get("examples")))})
     try:
         wrong = json.loads((folder / "wrong.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -1052,7 +1051,18 @@ def predictions_view(run: RunRecord) -> dict[str, Any] | None:
     if not text:
         wrong = _wrong_rows(folder)
     return {"splits": splits, "wrong": (wrong or [])[:PREDICTIONS_SHOWN * 4], "text": text,
-            "file": f"{run.rel_path}/predictions/predictions.csv.gz"}
+            "file": f"{run.rel_path}/predictions/predictions.csv.gz", "gpu": run.gpu}
+
+
+def _agreement(acc: float | None, reported: float | None, examples: float | None) -> str:
+    """The "agree" cell of a split: yes within float32 rounding, else the difference in points and in examples."""
+    if acc is None or reported is None:
+        return "–"
+    if abs(acc - reported) <= FLOAT32_SLACK:
+        return "yes"
+    apart = "" if not examples else f", {fmt_count(round(abs(acc - reported) * examples))} example(s)"
+    return f"no ({100 * (acc - reported):+.2f} points{apart})"
+
 
 
 def _wrong_rows(folder: Path) -> list[dict[str, Any]]:
