@@ -211,11 +211,15 @@ def _provenance(results: dict[str, Any]) -> dict[str, Any]:
     code, data = _dict(results.get("code")), _dict(results.get("data"))
     attempts = results.get("attempts")
     rows = []
-    for attempt in attempts if isinstance(attempts, list) else []:
+    listed = attempts if isinstance(attempts, list) else []
+    for index, attempt in enumerate(listed):
         attempt = _dict(attempt)
         git, machine = _dict(attempt.get("git")), _dict(attempt.get("machine"))
-        rows.append({"started": attempt.get("started_at") or "–", "finished": attempt.get("finished_at") or "–",
-                     "status": attempt.get("status") or "–", "commit": str(git.get("commit") or "unknown")[:12],
+        status, finished = attempt.get("status") or "–", attempt.get("finished_at") or "–"
+        if status == "running" and index < len(listed) - 1:  # resumed by a later attempt: its process was killed
+            status, finished = "interrupted", "killed (no end stored)"  # (as the launcher now records such attempts)
+        rows.append({"started": attempt.get("started_at") or "–", "finished": finished,
+                     "status": status, "commit": str(git.get("commit") or "unknown")[:12],
                      "dirty": "dirty" if git.get("dirty") else "clean" if git.get("dirty") is False else "",
                      "machine": ", ".join(str(machine[k]) for k in MACHINE_FIELDS if machine.get(k)),
                      "code": attempt.get("code") or "–"})

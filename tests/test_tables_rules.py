@@ -71,3 +71,18 @@ def test_a_missing_number_reads_as_a_dash():
 
     assert fmt(float("nan")) == "–" and fmt(None) == "–" and fmt(0.25, 2) == "0.25"
     assert fmt_count(float("nan")) == "–" and fmt_count(12345.6) == "12,346"
+
+
+def test_an_attempt_left_running_and_resumed_by_a_later_one_is_listed_as_killed():
+    """Stores from before the launcher closed killed attempts hold an attempt still ``running`` before the one that
+    completed the run (three shipped runs did): the run page lists it as interrupted, killed, not as running; the
+    last attempt of a run still in progress stays running."""
+    from reports.build import _provenance
+
+    killed = {"status": "running", "started_at": "2026-11-27T00:16:28Z", "finished_at": None}
+    done = {"status": "completed", "started_at": "2026-11-27T01:21:02Z", "finished_at": "2026-11-27T01:32:29Z"}
+    rows = _provenance({"attempts": [killed, done]})["attempts"]
+    assert [(r["status"], r["finished"]) for r in rows] == [("interrupted", "killed (no end stored)"),
+                                                          ("completed", "2026-11-27T01:32:29Z")]
+    (row,) = _provenance({"attempts": [killed]})["attempts"]
+    assert (row["status"], row["finished"]) == ("running", "–")
