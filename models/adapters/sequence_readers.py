@@ -12,8 +12,12 @@ with attributes ``in_dim`` and ``out_dim`` (``models.lstm.core``, ``models.trans
     env       grid cells in raster order, each cell's 3 channels projected  -> policy/value torso
     state_env one step per state variable: its value times a learned vector -> policy/value torso
 
-The agents' torso is the grid agent's (``agent.torso``, Clift et al. 2020 §4.1). Not from any paper: the
-harness's routes that let every sequence model meet every task.
+The agents' torso is the grid agent's (``agent.torso``, Clift et al. 2020 §4.1) in its layers, but
+:class:`SequenceAgent` leaves them (the input projection, torso, policy and value) at PyTorch's default
+initialisation, where ``models.agents.shell`` and ``models.adapters.state_entities`` apply the reference agent's
+Keras defaults (Glorot uniform weights, zero biases); the shipped RL runs of sequence cores (CartPole and
+BoxWorld with ``lstm``, ``transformer``, ``ll_rnn``) were trained so. Not from any paper: the harness's routes
+that let every sequence model meet every task.
 """
 
 from __future__ import annotations

@@ -5,8 +5,13 @@ Each sentence becomes one vector as in End-To-End Memory Networks (Sukhbaatar et
 
     l_kj = (1 - j/J) - (k/d) (1 - 2j/J)          word j of J, embedding dimension k of d (1-based)
 
-so word order inside a sentence counts. Statement t then gets a learned slot vector (the paper's temporal
-encoding, ordered from the story's start), the question a learned "question" vector of its own:
+so word order inside a sentence counts. Deviation: J here is the padded sentence width of the data set
+(``info["max_sent_len"]``, for every statement and the question alike, as ``sentence_size`` in the public
+domluna/memn2n, memn2n/memn2n.py), not the number of words in that sentence as in the paper and in
+``models.memn2n.encoding``; a sentence's weights therefore depend on the longest sentence of the data set.
+
+Statement t then gets a learned slot vector (the paper's temporal encoding, ordered from the story's start), the
+question a learned "question" vector of its own:
 
     s_t = sum_j l_j * E[w_tj] + T[t]     for each real statement t      [B, T, d]  (padding slots: 0)
     q   = sum_j l_j * E[q_j]  + Q                                        [B, 1, d]
