@@ -19,6 +19,7 @@ from models.adapters.sequence_entities import SequenceEntityModel, chunking
 from models.adapters.sequence_readers import ImageSequenceModel, SequenceAgent, StorySequenceModel
 from models.adapters.state_entities import StateEntityAgent
 from models.adapters.story_entities import StoryEntityModel, position_encoding
+from models.lstm.model import flatten_story
 from models.relational.central import CENTRAL_MODULES
 from tests.conftest import only_run
 
@@ -147,13 +148,21 @@ def test_every_sequence_core_reads_stories_images_grids_and_states(name: str):
 
 
 def test_padding_never_changes_what_a_transformer_or_lstm_reads():
+    """More padding words per statement change nothing, and neither does a batch: each story read alone (no
+    padding steps after its words) gives what it gives beside longer stories, whose length pads it (the core
+    must mask those steps out)."""
     for name in SEQUENCE_MODELS:
         torch.manual_seed(0)
         model = StorySequenceModel(model_cfg("babi", name), STORY_INFO).eval()
         story, story_len, query = story_batch()
         wider = torch.cat([story, torch.zeros(3, 5, 2, dtype=torch.long)], dim=2)  # more padding per statement
         query_wider = torch.cat([query, torch.zeros(3, 2, dtype=torch.long)], dim=1)
-        torch.testing.assert_close(model(wider, story_len, query_wider), model(story, story_len, query))
+        together = model(story, story_len, query)
+        torch.testing.assert_close(model(wider, story_len, query_wider), together)
+        lengths = flatten_story(story, query)[1]
+        assert len(set(lengths.tolist())) > 1  # the batch pads its shorter stories
+        alone = torch.cat([model(story[i:i + 1], story_len[i:i + 1], query[i:i + 1]) for i in range(3)])
+        torch.testing.assert_close(alone, together)
 
 
 @pytest.mark.parametrize("name", CENTRAL_MODELS)
