@@ -94,7 +94,15 @@ def machine_info() -> dict[str, Any]:
             info["cpu_capability"] = str(capability())  # the vector kernels torch runs here: AVX2, AVX512, ...
         if torch.cuda.is_available():
             info["gpu"] = torch.cuda.get_device_name(0)
+            info["gpu_tf32"] = gpu_tf32(torch)
     return info
+
+
+def gpu_tf32(torch: Any) -> str:
+    """Where float32 arithmetic on a GPU may round its inputs to TF32 (10 bits of mantissa): PyTorch's defaults,
+    which the harness leaves as they are, allow it in cuDNN's convolutions and not in matrix products."""
+    conv, matmul = bool(torch.backends.cudnn.allow_tf32), bool(torch.backends.cuda.matmul.allow_tf32)
+    return f"convolutions {'TF32' if conv else 'float32'}, matrix products {'TF32' if matmul else 'float32'}"
 
 
 def _cpuinfo() -> dict[str, str]:

@@ -125,7 +125,7 @@ def _reproducible(run: RunRecord) -> bool:
     return refusal(run) is None
 
 
-MACHINE_FIELDS = ("processor", "cpu_id", "cpu_capability", "cpus", "gpu")
+MACHINE_FIELDS = ("processor", "cpu_id", "cpu_capability", "cpus", "gpu", "gpu_tf32")
 """What a run page shows of each attempt's machine (harness/provenance.py machine_info)."""
 
 

@@ -25,3 +25,19 @@ def test_only_a_completed_runs_code_can_be_stale():
     recorded = {"code": {"files": {"harness/optim.py": "0123456789abcdef"}}}
     assert run_code_status({"status": "completed", **recorded}).stale == ["harness/optim.py"]
     assert run_code_status({"status": "failed", **recorded}).stale == []
+
+
+def test_a_gpu_run_records_where_its_float32_arithmetic_may_round_to_tf32(monkeypatch):
+    """On a GPU the machine record says which float32 operations may run in TF32: PyTorch's defaults, which the
+    harness leaves, allow it in cuDNN's convolutions only (the shipped GPU Relations Game runs trained so)."""
+    import torch
+
+    from harness.provenance import machine_info
+
+    assert "gpu_tf32" not in machine_info()  # the CPU: nothing to say
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: "NVIDIA H200")
+    info = machine_info()
+    assert (info["gpu"], info["gpu_tf32"]) == ("NVIDIA H200", "convolutions TF32, matrix products float32")
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    assert machine_info()["gpu_tf32"] == "convolutions float32, matrix products float32"
