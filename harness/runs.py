@@ -125,6 +125,16 @@ def _stale(path: Path, older_than_s: float) -> bool:
     return True
 
 
+def free_name(target: Path) -> Path:
+    """``target``, or the first of ``<target>-2``, ``<target>-3``, ... that does not exist: names stamped to the second
+    (a file set aside, a W&B folder kept) stay apart when two are made within one second, so none replaces another."""
+    free, n = target, 1
+    while free.exists():
+        n += 1
+        free = target.with_name(f"{target.name}-{n}")
+    return free
+
+
 @dataclass
 class Run:
     """One run directory and its files."""
@@ -195,8 +205,7 @@ class Run:
     def set_aside(self, path: Path, why: str = "damaged") -> Path:
         """Rename a file to ``<name>.<why>-<time>`` beside it (nothing is deleted); returns the new path. ``why``
         is ``damaged`` for a file that cannot be read, ``unused`` for an intact one a restart leaves behind."""
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        target = path.with_name(f"{path.name}.{why}-{stamp}")
+        target = free_name(path.with_name(f"{path.name}.{why}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"))
         os.replace(path, target)
         return target
 
@@ -446,7 +455,7 @@ class CurveWriter:
                 with path.open(newline="") as handle:
                     self.rows = [self._parse(row) for row in csv.DictReader(handle)]
             else:
-                aside = path.with_name(f"{path.name}.damaged-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}")
+                aside = free_name(path.with_name(f"{path.name}.damaged-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"))
                 os.replace(path, aside)
                 print(f"{path} is damaged ({problem}); kept as {aside.name}; the curve restarts", flush=True)
 

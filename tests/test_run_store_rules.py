@@ -366,3 +366,26 @@ def test_a_held_folder_is_refused_to_a_second_holder_until_it_is_let_go(tmp_path
             assert first and not second
     with held_folder(tmp_path) as again:
         assert again
+
+
+def test_two_files_set_aside_within_one_second_are_both_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Run.set_aside`` names a file by the time to the second: a second file of that name set aside within the
+    same second gets its own name (``-2``) instead of replacing the first (nothing is deleted)."""
+    import harness.runs as runs_module
+    from harness.runs import Run
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
+            return datetime(2026, 1, 2, 3, 4, 5, tzinfo=tz)
+
+    monkeypatch.setattr(runs_module, "datetime", Frozen)
+    run = Run(tmp_path / "run")
+    run.path.mkdir()
+    kept = []
+    for text in ("first\n", "second\n", "third\n"):
+        (run.path / "results.json").write_text(text)
+        kept.append(run.set_aside(run.path / "results.json"))
+    stamp = "results.json.damaged-20260102T030405"
+    assert [p.name for p in kept] == [stamp, f"{stamp}-2", f"{stamp}-3"]
+    assert [p.read_text() for p in kept] == ["first\n", "second\n", "third\n"]

@@ -67,6 +67,7 @@ from harness.runs import (
     attempt_count,
     curve_damage,
     default_runs_dir,
+    free_name,
     new_results,
     now_iso,
     owner_record,
@@ -472,12 +473,7 @@ def keep_offline_wandb(run: Run) -> Path | None:
     offline = sorted(wandb_dir.glob("offline-run-*"))
     if not offline:
         return None
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    target = run.path.parent / f".{run.path.name}.wandb-{stamp}"
-    n = 1
-    while target.exists():  # two forced starts within a second
-        n += 1
-        target = run.path.parent / f".{run.path.name}.wandb-{stamp}-{n}"
+    target = free_name(run.path.parent / f".{run.path.name}.wandb-{time.strftime('%Y%m%dT%H%M%S')}")
     wandb_dir.rename(target)
     print(f"{run.path}: starting afresh; its {len(offline)} offline W&B run(s) are kept in {target} "
           "(make sync uploads them)", flush=True)
