@@ -339,3 +339,16 @@ def test_list_rules_of_shipped_keys_hold_on_every_item(task: str, model: str, ov
         compose(task, model, "smoke", [override])
     key = override.partition("=")[0]
     assert str(info.value).startswith(f"bad value for '{key}' (command line): ") and refused in str(info.value)
+
+
+@pytest.mark.parametrize(("override", "split_hint"), [("task.test_on=[files,", True), ("optim.name=a: b: c", False),
+                                                      ("optim.name=\"x", False), ("optim.name=[a]]", False)])
+def test_the_split_list_hint_is_given_only_for_a_list_left_open(override: str, split_hint: bool) -> None:
+    """``_parse_override``: an unclosed list on the command line is most often one split at a space; any other
+    value that is not YAML gets the general hint."""
+    with pytest.raises(UserError) as refused:
+        compose("babi", "tpr_rnn", "smoke", [override])
+    message = str(refused.value)
+    assert message.startswith(f"bad override '{override}': the value is not valid YAML")
+    assert ("a space inside a list splits it" in message) is split_hint
+    assert ("write a list as [a, b] and quote a value" in message) is not split_hint
