@@ -203,7 +203,7 @@ def check_value(key: str, value: Any, kind: KeyType, origin: str = "") -> None:
             fail()
         return
     if kind.choices is not None:
-        if not any(value == choice and type(value) is type(choice) for choice in kind.choices):  # 1.0 is not 1
+        if not _one_of(value, kind.choices):
             fail()
         return
     if not any(_is(value, name) for name in kind.types):
@@ -227,13 +227,18 @@ def check_value(key: str, value: Any, kind: KeyType, origin: str = "") -> None:
             fail()
 
 
+def _one_of(value: Any, choices: tuple[Any, ...]) -> bool:
+    """Whether ``value`` is one of ``choices``, of the same type too: 1.0 is not 1, True is not 1."""
+    return any(value == choice and type(value) is type(choice) for choice in choices)
+
+
 def _list_problem(items: list[Any], kind: KeyType) -> str | None:
     """What breaks a list's declared item choices, distinctness or fewest items, naming the item; None if none."""
     if kind.min_length is not None and len(items) < kind.min_length:
         return f"{items!r} has {len(items)} item(s); at least {kind.min_length} needed"
     if kind.item_choices is not None:
         for item in items:
-            if item not in kind.item_choices:
+            if not _one_of(item, kind.item_choices):
                 return f"{item!r} is not one of {', '.join(map(str, kind.item_choices))}"
     if kind.unique:
         seen: set[str] = set()

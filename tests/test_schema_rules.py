@@ -208,3 +208,16 @@ def test_the_harness_schema_file_keeps_its_documented_ranges(key: str) -> None:
     for value in refuses:
         with pytest.raises(UserError, match=f"bad value for '{key}'"):
             check_value(key, value, kind)
+
+
+def test_item_choices_are_typed_as_choices_are() -> None:
+    """``item_choices`` holds every item to its choices as ``choices`` holds a value: of the same type too (True is
+    not 1, 1.0 is not 1), so a list of ints cannot take a bool or a float in place of one of its choices."""
+    from harness.errors import UserError
+    from harness.schema import KeyType, check_value
+
+    kind = KeyType(types=("list",), item_choices=(1, 2, 3))  # no `items` type: the choices alone decide
+    check_value("k", [1, 3], kind)
+    for bad in ([True], [1.0], [2, 4]):
+        with pytest.raises(UserError):
+            check_value("k", bad, kind)
