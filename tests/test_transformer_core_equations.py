@@ -22,17 +22,9 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from models.transformer.core import TransformerCore, sinusoidal_positions
+from tests.test_updater_extractor_equations import sinusoid
 
 Tensor = torch.Tensor
-
-
-def sinusoid(length: int, dim: int) -> Tensor:
-    table = torch.zeros(length, dim)
-    for pos in range(length):
-        for i in range(dim):
-            angle = pos / 10000 ** ((i - i % 2) / dim)
-            table[pos, i] = math.sin(angle) if i % 2 == 0 else math.cos(angle)
-    return table
 
 
 def layer_norm(norm: nn.LayerNorm, x: Tensor) -> Tensor:
