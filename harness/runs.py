@@ -135,6 +135,15 @@ def free_name(target: Path) -> Path:
     return free
 
 
+def set_aside(path: Path, why: str = "damaged") -> Path:
+    """Rename a file to ``<name>.<why>-<time>`` beside it (nothing is deleted; :func:`free_name` keeps two set aside
+    within one second apart); returns the new path. ``why`` is ``damaged`` for a file that cannot be read,
+    ``unused`` for an intact one a restart leaves behind."""
+    target = free_name(path.with_name(f"{path.name}.{why}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"))
+    os.replace(path, target)
+    return target
+
+
 @dataclass
 class Run:
     """One run directory and its files."""
@@ -203,11 +212,8 @@ class Run:
         return None
 
     def set_aside(self, path: Path, why: str = "damaged") -> Path:
-        """Rename a file to ``<name>.<why>-<time>`` beside it (nothing is deleted); returns the new path. ``why``
-        is ``damaged`` for a file that cannot be read, ``unused`` for an intact one a restart leaves behind."""
-        target = free_name(path.with_name(f"{path.name}.{why}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"))
-        os.replace(path, target)
-        return target
+        """A file of the run set aside (:func:`set_aside`); returns the new path."""
+        return set_aside(path, why)
 
     def write_results(self, results: dict[str, Any]) -> None:
         atomic_write_text(self.results_path, json.dumps(results, indent=2, sort_keys=False, default=float) + "\n")
@@ -455,8 +461,7 @@ class CurveWriter:
                 with path.open(newline="") as handle:
                     self.rows = [self._parse(row) for row in csv.DictReader(handle)]
             else:
-                aside = free_name(path.with_name(f"{path.name}.damaged-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"))
-                os.replace(path, aside)
+                aside = set_aside(path)
                 print(f"{path} is damaged ({problem}); kept as {aside.name}; the curve restarts", flush=True)
 
     @staticmethod

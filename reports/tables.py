@@ -1064,7 +1064,6 @@ def _agreement(acc: float | None, reported: float | None, examples: float | None
     return f"no ({100 * (acc - reported):+.2f} points{apart})"
 
 
-
 def _wrong_rows(folder: Path) -> list[dict[str, Any]]:
     """The first wrong rows of each split of the predictions table ([] when it cannot be read)."""
     import csv
