@@ -72,6 +72,8 @@ class _Boards:
 
 
 class _BoardsTask:
+    """A task of the evaluator's interface whose env is :data:`env_creator`, batched (``has_vector_env``) or not."""
+
     has_vector_env = True
     reports_wins = True
     env_creator = _Boards
@@ -166,13 +168,9 @@ class _Single:
         return np.array([self.seed, self.t]), 1.0 + action, self.over, False, info
 
 
-class _SingleTask:
+class _SingleTask(_BoardsTask):
     has_vector_env = False
-    reports_wins = True
     env_creator = _Single
-
-    def env_config(self) -> dict[str, Any]:
-        return {}
 
 
 def test_separate_envs_stop_stepping_a_copy_whose_episode_ended() -> None:
