@@ -196,10 +196,47 @@ def test_a_stopped_sweeps_trials_are_read_from_the_run_store(tmp_path, capsys):
                                                           (rows[2]["run_id"], "interrupted")]
     assert rows[0]["metrics"] == {"test/acc": 0.75} and "resumes it from its checkpoint" in rows[1]["reason"]
     assert rows[2]["run_id"] and "before its run started" in rows[2]["reason"]
+    stored = run_dir("relations_game", "mlp1", ids[1], runs).read_results()  # the store says what the table says
+    assert stored["status"] == "interrupted"
+    assert stored["error"] == "interrupted: the sweep stopped its run (the same sweep command resumes it)"
     out = capsys.readouterr().out
     assert "sweep lc was stopped (interrupted) before 3 of its 3 trials reported (1 of their runs had completed all " \
         "the same: the run store says so below)" in out
     assert "the same `harness sweep` command resumes it" in out
+
+
+def test_a_killed_runs_record_is_closed_only_when_its_process_is_gone_and_no_one_holds_its_folder(tmp_path):
+    here, started = socket.gethostname(), "2026-01-01T00:00:00Z"
+    attempt = {"status": "running", "started_at": started}
+    run = run_dir("babi", "lstm", "r", tmp_path)
+    run.path.mkdir(parents=True)
+    run.write_results({"run_id": "r", "task": "babi", "model": "lstm", "status": "running", "wall_time_s": 5.0,
+                       "owner": {"host": here, "pid": _dead_pid()}, "attempts": [dict(attempt)]})
+    os.utime(run.results_path, (0, 1767225610))  # its last write: 10 s after the attempt started
+    locked = os.open(run.path, os.O_RDONLY)
+    try:
+        import fcntl
+
+        fcntl.flock(locked, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a command that claimed the run meanwhile
+        assert launch_module.close_killed_run(run, "stopped") is None
+    finally:
+        os.close(locked)
+    assert run.read_results()["status"] == "running"
+    closed = launch_module.close_killed_run(run, "stopped")
+    assert closed == run.read_results() and closed["status"] == "interrupted" and closed["error"] == "stopped"
+    assert closed["attempts"][0]["status"] == "interrupted" and closed["attempts"][0]["error"] == launch_module.KILLED
+    assert closed["attempts"][0]["finished_at"] == "2026-01-01T00:00:10Z" and closed["wall_time_s"] == 15.0
+    assert launch_module.close_killed_run(run, "again") is None  # interrupted already: left as it was
+    alive = run_dir("babi", "lstm", "alive", tmp_path)
+    alive.path.mkdir(parents=True)
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "harness"])  # a live trainer
+    try:
+        alive.write_results({"run_id": "alive", "task": "babi", "model": "lstm", "status": "running",
+                             "owner": {"host": here, "pid": owner.pid}})
+        assert launch_module.close_killed_run(alive, "stopped") is None and alive.status == "running"
+    finally:
+        owner.kill()
+        owner.wait()
 
 
 def test_repeated_only_for_one_key_adds_values_and_for_two_keys_narrows_both(tmp_path):

@@ -287,6 +287,37 @@ def close_killed_attempts(run: Run, results: dict[str, Any], attempts: list[Any]
             results["wall_time_s"] = float(results.get("wall_time_s") or 0.0) + lasted
 
 
+def close_killed_run(run: Run, error: str) -> dict[str, Any] | None:
+    """Store as ``interrupted`` (with ``error``) a run whose record says ``running`` but whose process on this host
+    has ended: a sweep's trial that Tune stopped by ending its Ray worker, which had no chance to store its status.
+    Its killed attempt is closed as a resumed run closes it (:func:`close_killed_attempts`), so the same command
+    resumes it as before. Done under the folder's lock (:func:`claim_run`), so a command that has claimed the run
+    meanwhile is left alone. Returns the results written, or None when the run was left as it was (not running,
+    still owned by a live process, claimed by one, damaged, or a store this process cannot write)."""
+    from harness.runs import owner_state
+
+    try:
+        handle = os.open(run.path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if not run.exists() or run.damage():
+            return None
+        results = run.read_results()
+        if results.get("status") != "running" or owner_state(results) != "gone":
+            return None
+        attempts = results.get("attempts") if isinstance(results.get("attempts"), list) else []
+        close_killed_attempts(run, results, attempts)
+        results.update(status="interrupted", error=error)
+        run.write_results(results)
+        return results
+    except OSError:  # held by another process, or a store this process cannot write: left as it was
+        return None
+    finally:
+        os.close(handle)
+
+
 def _parsed_time(text: Any) -> float:
     """Seconds since the epoch of a record's ``%Y-%m-%dT%H:%M:%SZ`` time (:func:`harness.runs.now_iso`)."""
     return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()

@@ -71,7 +71,9 @@ resumable, reported without retraining once completed, and stored as ``failed`` 
 when it raises. A sweep stopped part-way (Ctrl-C, or SIGTERM to the driver, :func:`sigterm_as_ctrl_c`: Ray Tune
 catches it and ends the sweep) lists each trial that
 had not reported with what the run store holds for it (its run id computed as the trial computes it; a trial that
-never started says ``not started``, never failed), says that the same command resumes the sweep (completed runs
+never started says ``not started``, never failed; a run its stopped worker left saying ``running`` is stored as
+``interrupted``, :func:`harness.runners.launch.close_killed_run`, as an interrupted ``harness bench`` stores its
+run), says that the same command resumes the sweep (completed runs
 are reported, the others resume from their checkpoints) and exits 130, as an interrupted ``harness bench``.
 A local sweep whose trials can be listed before Tune runs (a grid: :func:`grid_trials`) gives Tune only the
 trials whose runs are not completed in the store, and reports the others from the store
@@ -846,7 +848,8 @@ def _stored_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path, died: str |
     (the composed config, with the data pinned), then its ``results.json``. ``died``: why its process ended (Tune
     stopped it otherwise), which a trial that left no run fails with."""
     from harness.runners.build import prepare_task
-    from harness.runs import owner_state
+    from harness.runners.launch import close_killed_run
+    from harness.runs import owner_state, run_dir
 
     label, resume = trial_label(trial), "the same sweep command resumes it"
     try:
@@ -867,6 +870,9 @@ def _stored_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path, died: str |
         reason = "its run is still being written by another process"
     elif status in ("running", "interrupted"):
         stopped = died or "the sweep stopped its run"
+        if status == "running":  # its process ended before it could say so: the store says it now
+            run = run_dir(composed.cfg.task.name, composed.cfg.model.name, composed.run_id, runs_dir)
+            close_killed_run(run, _one_line(f"interrupted: {stopped} (the same sweep command resumes it)"))
         status, reason = "interrupted", _one_line(f"{stopped}; {resume} from its checkpoint")
     else:
         reason = _one_line(str(results.get("error") or status))
