@@ -43,12 +43,12 @@ list: $(STAMP)
 	@$(BIN)/harness list
 
 # Ray Tune sweep: make sweep SWEEP=sweeps/babi_smoke.yaml [PROFILE=paper] (RAY_ADDRESS=... runs it on a cluster;
-# without PROFILE, on the command line or exported, the sweep file's profile);
+# without PROFILE (or with an empty one), on the command line or exported, the sweep file's profile);
 # CELLS: task/model patterns choosing the sweep's cells (--cells; in a sweep of one task, its models, e.g. CELLS=tpr_rnn,memn2n); ONLY: space-separated KEY=VALUES, each narrowing one grid (--only)
 # SEEDS: the seeds to run instead of the file's (--seeds): a sweep run before trains only the new ones
 sweep: $(STAMP)
 	@test -n "$(SWEEP)" || { echo "make sweep: name a sweep file, e.g. make sweep SWEEP=sweeps/babi_smoke.yaml (ls sweeps/)" >&2; exit 2; }
-	$(BIN)/harness sweep $(SWEEP) $(if $(filter command line environment,$(origin PROFILE)),--profile '$(PROFILE)') \
+	$(BIN)/harness sweep $(SWEEP) $(if $(and $(filter command line environment,$(origin PROFILE)),$(PROFILE)),--profile '$(PROFILE)') \
 		$(if $(SEEDS),--seeds '$(SEEDS)') $(if $(CELLS),--cells '$(CELLS)') $(foreach only,$(ONLY),--only '$(only)')
 
 # The HTML report (reports/out/index.html), built only from the run store.

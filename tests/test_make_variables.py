@@ -48,3 +48,12 @@ def test_make_validate_refuses_seeds(env):
     done = make("validate", "PROFILE=smoke", "SEEDS=0,1", env=env)
     assert done.returncode == 2 and done.stderr.startswith("make validate: SEEDS=0,1 is a stack of runs"), done.stderr
     assert "# run_id:" not in done.stdout
+
+
+def test_make_sweep_hands_on_a_profile_only_when_one_is_given(env):
+    def printed(*variables: str) -> str:
+        return make("-n", "sweep", "SWEEP=sweeps/tutorial_babi2.yaml", *variables, env=env).stdout.replace("\\\n", " ")
+
+    assert "--profile 'cpu'" in printed("PROFILE=cpu")
+    assert "--profile" not in printed("PROFILE=")  # empty: the sweep file's profile, as without PROFILE
+    assert "--profile" not in printed()
