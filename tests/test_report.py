@@ -562,7 +562,7 @@ def test_verdict_table_colours_by_the_side_of_the_threshold(tmp_path: Path):
     runs = tmp_path / "runs"
     files = {"babi_id": 3, "data_set": "en-10k", "source": "files"}
     for babi_id, operations, error, tag in ((3, ["write"], 0.10, "a"), (1, ["write"], 0.08, "b"),
-                                            (1, None, 0.001, "c")):
+                                            (1, None, 0.001, "c"), (2, ["write", "move"], 1.0 - 0.95, "d")):
         path = write_run(runs, "babi", "tpr_rnn", 0, metrics={"test/error": error}, tag=tag,
                          task_cfg={**files, "babi_id": babi_id})
         if operations:
@@ -583,7 +583,9 @@ def test_verdict_table_colours_by_the_side_of_the_threshold(tmp_path: Path):
     assert (failed_unlike_paper["css"], failed_unlike_paper["diff"]) == ("match-red", "other side")
     assert any(text.startswith("operations") and ": 0.10" in text for text in failed_unlike_paper["beside"])
     assert cells[(1, "write + move")]["css"] == "no-match"  # runs of task 1, none with these operations
-    assert table["summary"]["match-green"] == 1 and table["summary"]["match-red"] == 1
+    on_the_line = cells[(2, "write + move")]  # 950 of 1,000 right, stored as 1 - 0.95 = 0.0500000000000000444
+    assert (on_the_line["ours"], on_the_line["css"], on_the_line["diff"]) == ("5.00", "match-green", "same side")
+    assert table["summary"]["match-green"] == 2 and table["summary"]["match-red"] == 1
 
 
 def test_verdict_table_cells_must_be_verdicts(tmp_path: Path):
