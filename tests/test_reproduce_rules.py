@@ -8,8 +8,9 @@ replaces the training command by a stand-in that writes the new run's results.js
 * a resumed run (two attempts) is trained again with the caveat that says so;
 * the run trained again records the id of the stored run it checks, the log keeps each machine on its side, and a
   stored run without figures is no bit-for-bit reproduction (exit code 1);
-* the queue leaves out stale runs, sorts a run without a wall time last (shown ``?``), counts the runs that fit in
-  ``--minutes`` cumulatively, and ``Budget`` compares seconds with seconds.
+* the run's figures that a later retest added are not compared, and the output says so;
+* the queue leaves out stale runs and runs trained on a GPU, sorts a run without a wall time last (shown ``?``),
+  counts the runs that fit in ``--minutes`` cumulatively, and ``Budget`` compares seconds with seconds.
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def test_a_resumed_run_is_trained_again_with_the_caveat_that_it_was_resumed(tmp_
 
 
 def _reproduce_with_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stored_metrics: dict[str, float],
-                             new_metrics: dict[str, float]) -> tuple[int, Path, dict[str, Any]]:
+                             new_metrics: dict[str, float], stored_extra: dict[str, Any] | None = None,
+                             ) -> tuple[int, Path, dict[str, Any]]:
     """``reproduce_run --record`` of a stored babi/lstm run trained on a Xeon, its training replaced by a stand-in
     that writes a completed run trained on an EPYC: the exit code, the reference store and the run trained again."""
     import harness.reproduce as reproduce
@@ -95,7 +97,7 @@ def _reproduce_with_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, st
     results_dir, runs_dir = tmp_path / "results", tmp_path / "runs"
     stored = write_run(results_dir, "babi", "lstm", 0, metrics=stored_metrics)
     record = json.loads((stored / "results.json").read_text())
-    (stored / "results.json").write_text(json.dumps({**record, "machine": XEON}))
+    (stored / "results.json").write_text(json.dumps({**record, "machine": XEON, **(stored_extra or {})}))
 
     def stand_in(command: list[str], check: bool, env: dict[str, str]) -> SimpleNamespace:
         args = command[command.index("bench"):]
@@ -140,6 +142,16 @@ def test_the_run_trained_again_names_the_stored_run_and_the_log_keeps_each_machi
     assert check["differing"] == {"test/loss": [1.0, 1.25]} and check["largest"]["relative"] == 0.25
 
 
+def test_the_figures_a_retest_added_are_said_to_be_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    retested = {"retests": [{"splits": ["test_files"]}]}  # tested on the official files after training
+    code, _, _ = _reproduce_with_stand_in(tmp_path, monkeypatch, {"test/acc": 0.5, "test_files/acc": 0.25},
+                                          {"test/acc": 0.5}, retested)
+    out = capsys.readouterr().out
+    assert code == 0 and "every one of the 1 figures is equal, bit for bit" in out
+    assert "not compared: the figures of test_files, which harness retest added after the run trained" in out
+
+
 def test_a_stored_run_without_figures_is_no_bit_for_bit_reproduction(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     code, _, _ = _reproduce_with_stand_in(tmp_path, monkeypatch, {}, {"test/acc": 0.5})
@@ -152,7 +164,8 @@ def test_the_queue_leaves_out_stale_runs_and_sorts_a_run_without_a_wall_time_las
             _record("unknown", results={"machine": EPYC}),
             _record("slow", results={"machine": EPYC, "wall_time_s": 600.0}),
             _record("stale", results={"machine": EPYC, "wall_time_s": 6.0}, stale=["harness/optim.py"]),
-            _record("xeon", results={"machine": XEON, "wall_time_s": 6.0})]
+            _record("xeon", results={"machine": XEON, "wall_time_s": 6.0}),
+            _record("gpu", results={"machine": EPYC, "wall_time_s": 6.0, "device": "cuda: NVIDIA H200"})]
     monkeypatch.setattr("reports.store.load_store", lambda results_dir: runs)
     found = unchecked(tmp_path, here=EPYC)
     assert [(candidate.run_id, candidate.minutes) for candidate in found] == [

@@ -1,5 +1,6 @@
 """Rules of planning reruns (harness/rerun.py), against its docstrings: the wall time of stale runs counts a stack
-once (its longest member's, as each member records the stack's wall time), and a member of a mixed stack (a sweep's
+once (its longest member's, as each member records the stack's wall time); an option added to a command goes before
+the ``--`` that starts its config overrides; and a member of a mixed stack (a sweep's
 ``stack_grid``) is rerun with the members of its own config only, or alone where it has none."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from harness.rerun import stack_seeds, wall_hours
+from harness.rerun import stack_seeds, wall_hours, with_options
 
 
 def test_a_stack_counts_once_at_its_longest_member() -> None:
@@ -39,3 +40,11 @@ def test_a_member_of_a_mixed_stack_is_rerun_with_the_members_of_its_own_config(t
     assert stack_seeds(a, {"stack": ["a", "c"]}) is None
     assert stack_seeds(b, {"stack": ["a", "b"]}) == [0, 1]  # the stack's order, not the member's first
     assert stack_seeds(a, {"stack": ["a", "gone"]}) is None  # a member not in the store: rerun alone
+
+
+def test_an_option_goes_before_the_config_overrides() -> None:
+    command = "harness bench --task babi --model lstm --seed 0 -- optim.lr=0.003 task.babi_id=2"
+    assert with_options(command, ["--force"]) == ("harness bench --task babi --model lstm --seed 0 --force -- "
+                                                  "optim.lr=0.003 task.babi_id=2")
+    assert with_options("harness bench --task babi", ["--runs-dir", "a b"]) == ("harness bench --task babi "
+                                                                                "--runs-dir 'a b'")
