@@ -5,7 +5,8 @@ replaced by tiny stand-ins (no training):
   where the run had a limit; accuracy is the share of those examples whose arg-max logit is the target, loss the
   mean cross-entropy over them (Lightning's ``limit_test_batches``), and ``error`` is 1 - accuracy;
 * the record keeps the limit, the examples scored of each split and the checkpoint scored;
-* only test settings (``task.test_*`` and the listed keys) may change: what the run trained on stays as it was.
+* only test settings (``task.test_*`` and the listed keys) may change: what the run trained on stays as it was;
+* data whose fingerprint differs from the recorded one in any digit is refused (no partial comparison).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from harness.data import TARGET, TensorDictDataset
+from harness.errors import UserError
 from harness.runners import retest as retest_module
-from harness.runners.retest import evaluate, is_test_setting
+from harness.runners.retest import check_same_data, evaluate, is_test_setting
 
 
 class Scores(nn.Module):
@@ -102,3 +104,11 @@ def test_only_test_settings_may_change() -> None:
     for key in ("task.tasks", "task.source", "task.babi_id", "task.test_", "optim.lr", "train.max_epochs",
                 "task.generator_train_questions"):
         assert not is_test_setting(key), key
+
+
+def test_data_whose_fingerprint_differs_in_any_digit_is_refused() -> None:
+    run = SimpleNamespace(path=Path("runs/babi/lstm/babi-lstm-smoke-s0-0123abcd"))
+    check_same_data(run, {"fingerprint": "abcdef012345"}, {"fingerprint": "abcdef012345"}, "retested")
+    for found in ("abcdef012346", "bbcdef012345", "abcd00000000"):
+        with pytest.raises(UserError, match=f"fingerprint {found}, where it measured abcdef012345"):
+            check_same_data(run, {"fingerprint": "abcdef012345"}, {"fingerprint": found}, "retested")
