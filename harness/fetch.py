@@ -13,7 +13,9 @@ Steps, each leaving nothing half-written where the loaders look:
    whose entries then move into ``<dest>/<folder>/``, replacing same-named ones. A corrupt archive is deleted.
 4. A marker ``<dest>/<folder>/.fetched.json`` (addresses, SHA-256s, time) is written last: with it a second
    fetch answers "already present" without downloading, unless ``--force``; a folder that holds data without the
-   marker (put there by hand) is likewise left alone unless ``--force``. Unpacked tar archives are then
+   marker (put there by hand) is likewise left alone unless ``--force``. A ``--force`` fetch that fails before its
+   files move into the folder (refused, truncated, a wrong checksum, Ctrl-C) leaves the folder and its marker as
+   they were, so the data fetched before still answers "already present". Unpacked tar archives are then
    deleted (LRA's is 7.7 GB); gzip files stay beside what they decompress to.
 """
 
@@ -253,8 +255,6 @@ def fetch(name: str, dest: str | None = None, url: str | None = None, sha256: st
     downloads = root / DOWNLOADS
     created = [folder for folder in (downloads, root) if not folder.exists()]
     downloads.mkdir(parents=True, exist_ok=True)
-    if force:
-        marker.unlink(missing_ok=True)
     hint = dataset.refused_hint.format(target=target)
     note = f"{name}'s source publishes no SHA-256"
     files, digests = [], []
@@ -281,6 +281,7 @@ def fetch(name: str, dest: str | None = None, url: str | None = None, sha256: st
         for file, resource, address in zip(files, dataset.resources, urls, strict=True):
             unpack(file, resource, staging, address)
         check_layout(dataset, staging, files, urls)
+        marker.unlink(missing_ok=True)  # (--force) the folder changes from here: its record of the earlier fetch goes
         count = install(staging, target)  # which removes the emptied staging folder
     except BaseException:  # a refused archive, Ctrl-C: folders made for nothing go again
         shutil.rmtree(staging, ignore_errors=True)

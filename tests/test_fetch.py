@@ -142,6 +142,20 @@ def test_fetch_unpacks_into_the_layout_and_a_second_fetch_downloads_nothing(serv
     assert code == 0 and served.requests == requests + 1
 
 
+def test_a_forced_fetch_that_fails_leaves_the_earlier_fetch_and_its_marker(server, tmp_path, capsys):
+    served, base = server
+    served.files["lra_release.gz"] = LRA
+    address = f"{base}/lra_release.gz"
+    assert fetch(["lra", "--url", address, "--dest", str(tmp_path)], capsys)[0] == 0
+    marker = (tmp_path / "lra_release" / MARKER).read_text()
+    served.mode = "truncate"  # the forced download is cut off half way
+    code, out, err = fetch(["lra", "--url", address, "--dest", str(tmp_path), "--force"], capsys)
+    assert code != 0 and (tmp_path / "lra_release" / MARKER).read_text() == marker
+    served.mode = "ranges"
+    code, out, err = fetch(["lra", "--url", address, "--dest", str(tmp_path)], capsys)
+    assert code == 0 and "already present" in out, out
+
+
 def test_data_put_there_by_hand_is_left_alone_unless_forced(server, tmp_path, capsys):
     served, base = server
     served.files["babi.tar.gz"] = BABI
