@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -26,16 +24,7 @@ from harness.errors import UserError
 from harness.fetch import _strip, addresses, check_layout, install, unpack, verify
 from harness.fetch_catalogue import Dataset, Resource
 from harness.fetch_http import _content_range, human
-
-
-def _tar_gz(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
+from tests.test_fetch import tar_gz
 
 
 def _last_digit_changed(digest: str) -> str:
@@ -90,7 +79,7 @@ def test_strip_removes_exactly_the_top_folder(name: str, top: str | None, want: 
 
 def test_a_member_that_climbs_out_of_the_folder_is_refused_and_the_archive_deleted(tmp_path: Path) -> None:
     archive = tmp_path / "evil.tar.gz"
-    archive.write_bytes(_tar_gz({"top/en/ok.txt": b"fine", "top/../../escaped.txt": b"bad"}))
+    archive.write_bytes(tar_gz({"top/en/ok.txt": b"fine", "top/../../escaped.txt": b"bad"}))
     staging = tmp_path / "deep" / "staging"
     staging.mkdir(parents=True)
     resource = Resource(url="http://127.0.0.1/evil.tar.gz", filename=archive.name, kind="tar", strip="top")
@@ -101,7 +90,7 @@ def test_a_member_that_climbs_out_of_the_folder_is_refused_and_the_archive_delet
 
 
 def test_a_tar_gz_whose_crc_is_wrong_is_refused(tmp_path: Path) -> None:
-    body = bytearray(_tar_gz({"top/en/a.txt": b"a" * 5000}))
+    body = bytearray(tar_gz({"top/en/a.txt": b"a" * 5000}))
     body[-8] ^= 0xFF  # the first byte of the CRC32 in gzip's trailer (RFC 1952, 2.3.1)
     with pytest.raises(gzip.BadGzipFile):  # what a reader that reaches the trailer says
         gzip.decompress(bytes(body))
