@@ -10,6 +10,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -82,3 +86,76 @@ def curves(run: Path) -> list[dict[str, str]]:
     """A run's metrics.csv without its wall-clock column."""
     with (run / "metrics.csv").open() as handle:
         return [{k: v for k, v in row.items() if k != "train/examples_per_s"} for row in csv.DictReader(handle)]
+
+
+PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+
+
+@dataclass
+class Served:
+    """What the server answers and what it saw."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    mode: str = "ranges"  # ranges | wrong_range (a 206 from byte 0, whatever was asked) | ignore_ranges | refuse
+    #   | truncate
+    ranges: list[str] = field(default_factory=list)
+    requests: int = 0
+
+
+def make_handler(served: Served) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:  # quiet
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            served.requests += 1
+            if served.mode == "refuse":
+                self.send_error(403)
+                return
+            body = served.files.get(self.path.lstrip("/"))
+            if body is None:
+                self.send_error(404)
+                return
+            wanted = self.headers.get("Range")
+            if wanted:
+                served.ranges.append(wanted)
+            if wanted and served.mode in ("ranges", "wrong_range"):
+                start = int(wanted.removeprefix("bytes=").split("-")[0])
+                if start >= len(body):
+                    self.send_response(416)
+                    self.send_header("Content-Range", f"bytes */{len(body)}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                start = 0 if served.mode == "wrong_range" else start
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+                chunk = body[start:]
+            else:
+                self.send_response(200)
+                chunk = body
+            self.send_header("Content-Length", str(len(chunk)))
+            self.end_headers()
+            if served.mode == "truncate":
+                self.wfile.write(chunk[: len(chunk) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.wfile.write(chunk)
+
+    return Handler
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Served, str]]:
+    """A loopback HTTP server (http.server on 127.0.0.1, in a thread; the proxies unset, so nothing touches the
+    network) serving ``Served.files`` as ``Served.mode`` says: a served-files record and the server's base address."""
+    for name in PROXIES:
+        monkeypatch.delenv(name, raising=False)
+    served = Served()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(served))
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield served, f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()

@@ -1,5 +1,6 @@
 """`harness data fetch`: every download comes from a local HTTP server on 127.0.0.1 (http.server in a thread)
-that can serve ranges, ignore them, refuse, cut a response short or corrupt it; nothing touches the network."""
+that can serve ranges (or the wrong one), ignore them, refuse, cut a response short or corrupt it (the `server`
+fixture of tests/conftest.py); nothing touches the network."""
 
 from __future__ import annotations
 
@@ -10,10 +11,6 @@ import io
 import os
 import socket
 import tarfile
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -21,76 +18,7 @@ from harness.cli import main
 from harness.fetch import MARKER
 from harness.fetch_catalogue import CATALOGUE
 from harness.fetch_http import Progress
-from tests.conftest import run_cli
-
-PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
-
-
-@dataclass
-class Served:
-    """What the server answers and what it saw."""
-
-    files: dict[str, bytes] = field(default_factory=dict)
-    mode: str = "ranges"  # ranges | ignore_ranges | refuse | truncate
-    ranges: list[str] = field(default_factory=list)
-    requests: int = 0
-
-
-def make_handler(served: Served) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:  # quiet
-            pass
-
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            served.requests += 1
-            if served.mode == "refuse":
-                self.send_error(403)
-                return
-            body = served.files.get(self.path.lstrip("/"))
-            if body is None:
-                self.send_error(404)
-                return
-            wanted = self.headers.get("Range")
-            if wanted:
-                served.ranges.append(wanted)
-            if wanted and served.mode == "ranges":
-                start = int(wanted.removeprefix("bytes=").split("-")[0])
-                if start >= len(body):
-                    self.send_response(416)
-                    self.send_header("Content-Range", f"bytes */{len(body)}")
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                self.send_response(206)
-                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
-                chunk = body[start:]
-            else:
-                self.send_response(200)
-                chunk = body
-            self.send_header("Content-Length", str(len(chunk)))
-            self.end_headers()
-            if served.mode == "truncate":
-                self.wfile.write(chunk[: len(chunk) // 2])
-                self.wfile.flush()
-                self.close_connection = True
-                return
-            self.wfile.write(chunk)
-
-    return Handler
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Served, str]]:
-    """A served-files record and the server's base address."""
-    for name in PROXIES:
-        monkeypatch.delenv(name, raising=False)
-    served = Served()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(served))
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield served, f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+from tests.conftest import PROXIES, run_cli
 
 
 def tar_gz(members: dict[str, bytes]) -> bytes:

@@ -24,6 +24,7 @@ from harness.errors import UserError
 from harness.fetch import _strip, addresses, check_layout, install, unpack, verify
 from harness.fetch_catalogue import Dataset, Resource
 from harness.fetch_http import _content_range, human
+from tests.conftest import Served
 from tests.test_fetch import tar_gz
 
 
@@ -189,101 +190,47 @@ def test_a_download_of_the_wrong_size_is_fetched_again_not_used(tmp_path: Path, 
 
 # ---------------------------------------------------------------- harness/fetch_http.download, on a loopback server
 
-class _Server:
-    """A one-file HTTP server on 127.0.0.1 whose answer to a range request is chosen by ``mode``:
-    ``ranges`` (RFC 9110), ``wrong_range`` (a 206 that starts at byte 0 whatever was asked)."""
-
-    def __init__(self, body: bytes, mode: str = "ranges") -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        self.body, self.mode, self.requests = body, mode, 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                outer.requests += 1
-                wanted = self.headers.get("Range")
-                start = int(wanted.removeprefix("bytes=").split("-")[0]) if wanted else 0
-                body = outer.body
-                if wanted and start >= len(body):
-                    self.send_response(416)
-                    self.send_header("Content-Range", f"bytes */{len(body)}")
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                if wanted:
-                    first = 0 if outer.mode == "wrong_range" else start
-                    self.send_response(206)
-                    self.send_header("Content-Range", f"bytes {first}-{len(body) - 1}/{len(body)}")
-                    chunk = body[first:]
-                else:
-                    self.send_response(200)
-                    chunk = body
-                self.send_header("Content-Length", str(len(chunk)))
-                self.end_headers()
-                self.wfile.write(chunk)
-
-        import threading
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/file.bin"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-@pytest.fixture
-def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-
-
 BODY = bytes(range(256)) * 40  # 10,240 bytes
 
 
-def _download(server: _Server, target: Path, size: int | None = None) -> None:
+def _download(server: tuple[Served, str], target: Path, size: int | None = None, mode: str = "ranges") -> Served:
+    """``download`` of BODY from the loopback server of ``tests/conftest.py`` answering in ``mode``; returns what
+    the server saw."""
     from harness.fetch_http import download
 
-    try:
-        download(server.url, target, size=size)
-    finally:
-        server.close()
+    served, base = server
+    served.files["file.bin"], served.mode = BODY, mode
+    download(f"{base}/file.bin", target, size=size)
+    return served
 
 
-def test_a_206_for_another_range_than_asked_restarts_from_byte_0(tmp_path: Path, no_proxy: None,
+def test_a_206_for_another_range_than_asked_restarts_from_byte_0(tmp_path: Path, server: tuple[Served, str],
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "file.bin"
     (tmp_path / "file.bin.part").write_bytes(BODY[:1000])
-    _download(_Server(BODY, "wrong_range"), target)
+    _download(server, target, mode="wrong_range")
     assert target.read_bytes() == BODY and not (tmp_path / "file.bin.part").exists()
 
 
-def test_a_server_offering_another_length_than_the_catalogues_is_refused(tmp_path: Path, no_proxy: None,
+def test_a_server_offering_another_length_than_the_catalogues_is_refused(tmp_path: Path, server: tuple[Served, str],
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "file.bin"
     with pytest.raises(UserError, match=f"offers {len(BODY)} bytes where {len(BODY) + 1} are expected"):
-        _download(_Server(BODY), target, size=len(BODY) + 1)
+        _download(server, target, size=len(BODY) + 1)
     assert not target.exists()
 
 
-def test_a_part_longer_than_the_file_a_416_states_is_started_again(tmp_path: Path, no_proxy: None,
+def test_a_part_longer_than_the_file_a_416_states_is_started_again(tmp_path: Path, server: tuple[Served, str],
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "file.bin"
     (tmp_path / "file.bin.part").write_bytes(BODY + b"tail")  # not a prefix of what the server holds
-    _download(_Server(BODY), target)
+    _download(server, target)
     assert target.read_bytes() == BODY
 
 
 def test_a_complete_part_of_the_catalogued_size_is_finished_without_a_request(
-        tmp_path: Path, no_proxy: None, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, server: tuple[Served, str], capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "file.bin"
     (tmp_path / "file.bin.part").write_bytes(BODY)
-    server = _Server(BODY)
-    _download(server, target, size=len(BODY))
-    assert target.read_bytes() == BODY and server.requests == 0
+    served = _download(server, target, size=len(BODY))
+    assert target.read_bytes() == BODY and served.requests == 0
