@@ -306,7 +306,6 @@ def canonical_operations(operations: Any) -> tuple[str, ...]:
     return tuple(name for name in ALL_OPERATIONS if name in chosen)
 
 
-
 def table3_line(papers: list[PaperSpec]) -> float:
     """Table 3's line between passing and failing a task, as a fraction (its ``verdict_above`` of 5%)."""
     table = _table3(papers)

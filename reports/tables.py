@@ -238,17 +238,17 @@ SOLVED_FILE = Path(__file__).with_name("solved.yaml")
 """The tasks' criteria for having solved them, each with its source (:func:`load_criteria`)."""
 
 
+SOLVED_TOLERANCE = FLOAT32_SLACK
+"""How far below a threshold a value may fall and still reach it: accuracies are float32 fractions, and 950 right of
+1,000 is stored as 0.94999999."""
+
+
 def above_line(value: float, line: float, scale: float = 1.0) -> bool:
     """Whether a figure is above a paper's line between passing and failing (``value > line``, e.g. Table 3's test
     error above 5%), a figure within float32's slack of the line counting as on it: 950 right of 1,000 is stored as
     1 - 0.95 computed in floating point (0.0500000000000000444), which the paper's 5.00 does not fail. ``scale``:
     the factor both are in (100 for percent)."""
     return value > line + scale * FLOAT32_SLACK
-
-
-SOLVED_TOLERANCE = FLOAT32_SLACK
-"""How far below a threshold a value may fall and still reach it: accuracies are float32 fractions, and 950 right of
-1,000 is stored as 0.94999999."""
 
 
 @dataclass(frozen=True)
