@@ -36,6 +36,7 @@ from reports.store import (
     CURRICULUM,
     REFERENCE,
     RunRecord,
+    canonical_operations,
     cfg_get,
     fingerprint_of,
     flat_settings,
@@ -296,14 +297,6 @@ def table3_failed(papers: list[PaperSpec]) -> dict[tuple[int, tuple[str, ...]], 
     table = _table3(papers)
     return {(int(row["babi_id"]), canonical_operations(row["settings"]["model.operations"])):
             row["tpr_rnn"] == ["above"] for row in (table.rows if table else [])}
-
-
-def canonical_operations(operations: Any) -> tuple[str, ...]:
-    """TPR-RNN's memory operations in the model's own order (write, move, backlink), however they were listed: the
-    model keeps the ones named whatever their order (``models/tpr_rnn/operations.py``), so ``[move, write]`` is
-    Table 3's write + move."""
-    chosen = {str(name) for name in operations}
-    return tuple(name for name in ALL_OPERATIONS if name in chosen)
 
 
 def table3_line(papers: list[PaperSpec]) -> float:

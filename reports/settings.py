@@ -4,7 +4,8 @@ A paper file states, for a table (and optionally a row or a fact), ``settings``:
 config key of our runs to what the paper's number was measured under::
 
     settings:
-      task.source: files                          # equal (lists compare as lists)
+      task.source: files                          # equal (lists compare as lists, in order,
+                                                  # but a set's in any: SETS)
       task.data_set: {any_of: [en-10k, en-valid-10k]}
       task.test_sets: {contains: "{object_set}"}  # a list that holds the value; {field} reads the row
       task.env.n: 9
@@ -19,12 +20,20 @@ batches) matches no published number.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
-from reports.store import RunRecord, cfg_get
+from reports.store import RunRecord, canonical_operations, cfg_get
 
 _ABSENT = object()
 OPERATORS = ("any_of", "contains", "absent_or")
+
+SETS: dict[str, Callable[[list[Any]], list[Any]]] = {
+    "model.operations": lambda operations: list(canonical_operations(operations)),
+}
+"""Config keys whose list names a set, each with its one spelling: TPR-RNN runs the memory operations named in its
+own order whatever order they were listed in, so a run of ``[move, write]`` is Table 3's write + move and a run
+of ``[backlink, move, write]`` is the full model."""
 
 
 def check(settings: Any, where: str) -> dict[str, Any]:
@@ -72,6 +81,22 @@ def _satisfied(have: Any, want: Any) -> bool:
     if isinstance(want, int | float) and not isinstance(want, bool) and isinstance(have, int | float):
         return float(have) == float(want)
     return _norm(have) == _norm(want)
+
+
+def _one_spelling(key: str, value: Any) -> Any:
+    """A setting (or a paper's operator over settings) with the lists of a set-valued key (:data:`SETS`) in that
+    key's one spelling; every other value as it is."""
+    spell = SETS.get(key)
+    if spell is None:
+        return value
+    if isinstance(value, list):
+        return spell(value)
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in OPERATORS:
+        operator, operand = next(iter(value.items()))
+        if operator == "any_of" and isinstance(operand, list):
+            return {operator: [_one_spelling(key, option) for option in operand]}
+        return {operator: _one_spelling(key, operand)}
+    return value
 
 
 def _shown(value: Any) -> str:
@@ -131,7 +156,7 @@ def differences(run: RunRecord, settings: dict[str, Any]) -> list[str]:
         out.append(f"profile {SMOKE} (a few batches) ≠ a full run")
     for key, want in settings.items():
         have = cfg_get(run.config, key, _ABSENT)
-        if not _satisfied(have, want):
+        if not _satisfied(_one_spelling(key, have), _one_spelling(key, want)):
             out.append(f"{key.rsplit('.', 1)[-1]} {_shown(have)} ≠ {_shown(want)}")
         elif key == DATA_SET and (others := other_sets_read(run)):
             out.append(f"{key.rsplit('.', 1)[-1]} {have} (files also from {', '.join(others)}) ≠ {_shown(want)}")

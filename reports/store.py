@@ -168,6 +168,15 @@ ALL_OPERATIONS = ("write", "move", "backlink")
 """TPR-RNN's memory operations: every run ran all three before ``model.operations`` let Table 3's ablations
 leave some out."""
 
+
+def canonical_operations(operations: Any) -> tuple[str, ...]:
+    """TPR-RNN's memory operations in the model's own order (write, move, backlink), however they were listed: the
+    model keeps the ones named whatever their order (``models/tpr_rnn/operations.py``), so ``[move, write]`` is
+    Table 3's write + move."""
+    chosen = {str(name) for name in operations}
+    return tuple(name for name in ALL_OPERATIONS if name in chosen)
+
+
 KEYS_ADDED_LATER: dict[tuple[str, str], Any] = {("tpr_rnn", "model.operations"): list(ALL_OPERATIONS)}
 """Config entries added after some stored runs were made, by (model, key), with the value every run from before had
 (its code knew no other): a run without the entry is the same experiment as one that states that value."""

@@ -74,6 +74,19 @@ def test_absent_or_takes_runs_from_before_the_key_and_runs_stating_its_value_onl
         "operations [write] ≠ [write, move, backlink]"]
 
 
+def test_tpr_rnn_operations_name_a_set_so_any_order_matches_and_other_lists_keep_their_order():
+    full = {"model.operations": {"absent_or": ["write", "move", "backlink"]}}
+    write_move = {"model.operations": ["write", "move"]}
+    either = {"model.operations": {"any_of": [["write", "backlink"], ["write", "move"]]}}
+    assert differences(_run({"model": {"operations": ["backlink", "move", "write"]}}), full) == []
+    assert differences(_run({"model": {"operations": ["move", "write"]}}), write_move) == []
+    assert differences(_run({"model": {"operations": ["move", "write"]}}), either) == []
+    assert differences(_run({"model": {"operations": ["backlink", "write"]}}), write_move) == [
+        "operations [backlink, write] ≠ [write, move]"]
+    assert differences(_run({"task": {"test_sets": ["b", "a"]}}), {"task.test_sets": ["a", "b"]}) == [
+        "test_sets [b, a] ≠ [a, b]"]
+
+
 def test_a_boolean_or_null_setting_reads_as_the_config_spells_it():
     settings = {"task.env.has_bridge": True, "train.max_time_s": None}
     assert differences(_run({"task": {"env": {"has_bridge": False}}, "train": {"max_time_s": 600}}), settings) == [
