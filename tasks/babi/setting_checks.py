@@ -58,9 +58,9 @@ def single_tasks(task_cfg: Any) -> list[Any]:
 
 def check_official_files(task_cfg: Any) -> None:
     """A UserError when the folder the run reads a task's official files from holds more than one file that could
-    be one of its splits (``qa{N}_*_{split}.txt``, e.g. a renamed copy beside the original): the first in name
-    order would be read without a word; or, for ``en-valid-10k``, lacks the task's validation file: the run would
-    hold out training stories instead, without a word."""
+    be one of its splits (``qa{N}_*{split}.txt``, which takes en-valid-10k's ``qa1_train.txt`` too; e.g. a renamed
+    copy beside the original): the first in name order would be read without a word; or, for ``en-valid-10k``,
+    lacks the task's validation file: the run would hold out training stories instead, without a word."""
     for task in single_tasks(task_cfg):
         if "files" not in (task.resolve_source(), *task.test_sources()):
             continue
