@@ -5,6 +5,7 @@
 * harness/bench_start.py: the figures reported are medians of the runs (not means), each rounded to the
   millisecond; the child's environment drops a ``FORCE`` the caller's shell may hold (``make bench FORCE=1``), so
   every start is the same command.
+* harness/bench_args.py: ``at_least(low, high)`` refuses a value above ``high`` for every ``high`` given, 0 too.
 * harness/code_probes.py: a probe's record pairs its output and each file's digest as [before, after] (a file
   only the edited code imports has "" before); a probe that fails is a one-line UserError even when it printed
   something first.
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import pytest
 import torch
 
 from harness import bench_start, code_probes
+from harness.bench_args import at_least
 from harness.data import TARGET, TaskData, TensorDictDataset
 from harness.errors import UserError
 from harness.interfaces import check_task_data
@@ -59,6 +62,16 @@ def test_the_reported_figures_are_medians_rounded_to_the_millisecond(monkeypatch
 def test_the_child_environment_drops_force(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("FORCE", "1")
     assert "FORCE" not in bench_start.child_environment(tmp_path, "offline")
+
+
+# ---------------------------------------------------------------- harness/bench_args.py
+
+
+def test_at_least_refuses_a_value_above_a_high_of_zero() -> None:
+    at_most_zero = at_least(-3, 0)
+    assert at_most_zero("0") == 0 and at_most_zero("-3") == -3
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^1 is above 0$"):
+        at_most_zero("1")
 
 
 # ---------------------------------------------------------------- harness/code_probes.py
