@@ -40,21 +40,27 @@ def _recall_condition(run: RunRecord) -> tuple[str, str]:
 def _rollout(run: RunRecord, group: str | None = None) -> str:
     """Accuracy at each long-rollout horizon the run measured (``rollout/step_<h>/acc``, or within one query
     group: ``rollout/step_<h>/<group>/acc``; a horizon where the group was not asked is left out)."""
-    steps = sorted(int(key.split("/")[1][len("step_"):]) for key in run.metrics
-                   if key.startswith("rollout/step_") and key.endswith("/acc") and key.count("/") == 2)
     name = f"{group}/acc" if group else "acc"
-    return ", ".join(f"{step:,}: {mean_sd(metric_values([run], f'rollout/step_{step}/{name}'))}" for step in steps
-                     if run.metric(f"rollout/step_{step}/{name}") is not None) or "–"
+    return ", ".join(f"{step:,}: {mean_sd(metric_values([run], f'rollout/step_{step}/{name}'))}"
+                     for step in _horizons(run) if run.metric(f"rollout/step_{step}/{name}") is not None) or "–"
+
+
+def _horizons(run: RunRecord) -> list[int]:
+    """The long-rollout horizons the run measured (``rollout/step_<h>/acc``), in order."""
+    return sorted(int(key.split("/")[1][len("step_"):]) for key in run.metrics
+                  if key.startswith("rollout/step_") and key.endswith("/acc") and key.count("/") == 2)
 
 
 def _world_rollout(run: RunRecord) -> str:
     """:func:`_rollout` preceded by the rollout's first steps and its training length (from ``rollout.csv``), where a
     model that learned a few steps of the dynamics but not to repeat them shows (Game of Life: step 2 right, step 3
-    no better than answering "dead")."""
+    no better than answering "dead"). A step that is also a horizon is shown once, among the horizons."""
     early = ""
     curve = run.rollout
     if curve is not None and "acc" in curve.columns:
-        wanted = dict.fromkeys([*EARLY_STEPS, int(cfg_get(run.config, "stepwise.steps"))])
+        horizons = set(_horizons(run))
+        wanted = [step for step in dict.fromkeys([*EARLY_STEPS, int(cfg_get(run.config, "stepwise.steps"))])
+                  if step not in horizons]
         found = {int(step): float(acc) for step, acc in zip(curve["step"], curve["acc"], strict=True)
                  if int(step) in wanted}
         early = ", ".join(f"{step:,}: {100 * found[step]:.1f}" for step in wanted if step in found)

@@ -7,7 +7,8 @@ reports/markdown.py, reports/babi_generator.py), each rule written out on hand-m
 - the Game of Life "all dead" floor reads the entry of the run's own board (interventions included), test worlds
   at the evaluation length (``stepwise.eval_steps`` before ``stepwise.steps``) and rollout worlds measured up to its
   longest horizon, each step shown once; a missing, unreadable or non-object floor file reads as no floor;
-- a rollout's horizons come from the overall ``rollout/step_<h>/acc`` keys only; a World of Numbers setting names
+- a rollout's horizons come from the overall ``rollout/step_<h>/acc`` keys only, and a training length that is also
+  a horizon is shown once; a World of Numbers setting names
   the pixels told at step 1 and after; the Updater-Extractor's size lists updater then extractor layers; a rollout
   time is whole seconds on "1 thread" or "2 threads"; the world table lists completed runs only, their training with
   its throughput;
@@ -122,6 +123,15 @@ def test_rollout_horizons_come_from_the_overall_keys_only() -> None:
                                  "rollout/step_30/recall/acc": 0.75}})
     assert world._rollout(run) == "10: 50.0"
     assert world._rollout(run, "recall") == "10: 25.0"
+
+
+def test_a_training_length_that_is_also_a_horizon_is_shown_once_among_the_horizons() -> None:
+    run = _run("w", {"metrics": {"rollout/step_10/acc": 0.5, "rollout/step_100/acc": 0.4}},
+               {"stepwise": {"steps": 10, "horizons": [10, 100]}}, task="game_of_life")
+    run.rollout = pd.DataFrame({"step": [1, 2, 10], "acc": [0.9, 0.8, 0.5]})
+    assert world._world_rollout(run) == "1: 90.0, 2: 80.0, 10: 50.0, 100: 40.0"
+    run.config["stepwise"]["steps"] = 2
+    assert world._world_rollout(run) == "1: 90.0, 2: 80.0, 10: 50.0, 100: 40.0"
 
 
 def test_a_world_of_numbers_setting_and_an_updater_extractors_size() -> None:
