@@ -4,8 +4,7 @@ A paper file states, for a table (and optionally a row or a fact), ``settings``:
 config key of our runs to what the paper's number was measured under::
 
     settings:
-      task.source: files                          # equal (lists compare as lists, in order,
-                                                  # but a set's in any: SETS)
+      task.source: files                          # equal (lists in order; those of SETS' keys in any)
       task.data_set: {any_of: [en-10k, en-valid-10k]}
       task.test_sets: {contains: "{object_set}"}  # a list that holds the value; {field} reads the row
       task.env.n: 9
