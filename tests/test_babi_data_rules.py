@@ -30,13 +30,12 @@ from tasks.babi.joint import JointBabiTask, describe_joint
 from tasks.babi.reader import Sample, read_samples, tokenize
 from tasks.babi.setting_checks import check_settings, generated_folder
 from tasks.babi.task import BabiTask
+from tests.test_babi_official_files import task_cfg as official_task_cfg
 
 
 def task_cfg(**task: object) -> DictConfig:
-    base = {"name": "babi", "babi_id": 1, "data_set": "en-10k", "source": "auto", "max_story_sentences": None,
-            "val_fraction": 0.2, "split_seed": 0, "generator_seed": 0, "generator_train_questions": 40,
-            "generator_test_questions": 10, "test_on": []}
-    return OmegaConf.create({"seed": 0, "task": {**base, **task}})
+    """A run's config around the official-files tests' bAbI task section (40 generated training questions)."""
+    return OmegaConf.create({"seed": 0, "task": official_task_cfg(**{"generator_train_questions": 40, **task})})
 
 
 @pytest.fixture

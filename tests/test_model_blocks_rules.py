@@ -34,16 +34,7 @@ from models.relational.transformer import RelationalTransformer, entity_mask, ke
 from models.updater_extractor.core import UpdaterExtractorCore
 from models.updater_extractor.embedding import FieldEmbedding
 from models.updater_extractor.updater_extractor import UpdaterExtractor, used_instructions
-
-INFO: dict[str, Any] = {"instruction_fields": [3, 2], "query_fields": [3], "num_answers": 2,
-                        "query_groups": ["recall"], "max_instructions": 4, "max_queries": 1}
-
-
-def ue_cfg(**changes: Any) -> Any:
-    base = {"d_model": 4, "heads": 2, "updater_layers": 1, "extractor_layers": 1, "ff_size": 4, "tokens": 2,
-            "field_size": 2, "dropout": 0.0, "chunk_size": 2, "positions": "state"}
-    return OmegaConf.create({**base, **changes})
-
+from tests.test_updater_extractor import INFO, ue_cfg
 
 # models/relational ----------------------------------------------------------------------------------------------
 
