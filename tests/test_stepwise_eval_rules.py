@@ -2,8 +2,9 @@
 
 * a tally pools its accuracy over every real query (not a mean of the groups' accuracies), names only the groups
   that were asked (a step may ask none of the last group), and its loss is the mean of the steps' losses;
-* ``evaluate`` rolls worlds of the split it is given, drawn from its own seed, and leaves the model in the mode it
-  found it in (eval stays eval);
+* ``evaluate`` rolls worlds of the split it is given, drawn from its own seed; it and the long rollout run the model
+  in eval mode and leave it in the mode they found it in (eval stays eval, training stays training, an error
+  included);
 * the query grid of a long rollout: every step up to ``dense_until``, then ``per_decade`` steps a decade rounded to
   the nearest step from ``dense_until`` to ``longest`` inclusive, at least one;
 * the long-horizon rollout draws its worlds from its own fixed seed, asks (and calls ``on_step``) at exactly the
@@ -107,6 +108,39 @@ def test_the_long_rollout_asks_at_the_grid_from_its_own_seed_and_counts_world_st
     assert seen == grid and [row["step"] for row in rollout.rows] == [float(t) for t in grid]
     assert task.resets == [("test", HORIZON_SEED)]
     assert rollout.steps_per_s * rollout.seconds == pytest.approx(150 * 3)  # 150 updates of 3 worlds
+
+
+class ModeRecorder(Counting):
+    """Records whether it was in training mode at each update."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.modes: list[bool] = []
+
+    def update(self, state: torch.Tensor, step: StreamStep) -> torch.Tensor:
+        self.modes.append(self.training)
+        return super().update(state, step)
+
+
+@pytest.mark.parametrize("roll", [
+    lambda model, task: evaluate(model, task, "test", 2, 3, seed=17),
+    lambda model, task: long_rollout(model, task, [3], 2),
+], ids=["evaluate", "long_rollout"])
+def test_evaluation_runs_in_eval_mode_and_hands_a_training_model_back_in_training(roll: Any) -> None:
+    model = ModeRecorder()
+    roll(model, SeedRecorder())
+    assert model.modes == [False] * 3 and model.training
+
+
+def test_a_failing_rollout_still_hands_the_model_back_in_its_mode() -> None:
+    class Failing(ModeRecorder):
+        def update(self, state: torch.Tensor, step: StreamStep) -> torch.Tensor:
+            raise RuntimeError("broken update")
+
+    model = Failing()
+    with pytest.raises(RuntimeError, match="broken update"):
+        long_rollout(model, SeedRecorder(), [3], 2)
+    assert model.training
 
 
 def test_pictures_are_taken_at_1_2_5_10_50_and_powers_of_ten_up_to_the_longest() -> None:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,25 +79,34 @@ class Tally:
         return out
 
 
+@contextmanager
+def eval_mode(model: Any) -> Iterator[None]:
+    """The model in eval mode inside the block, and back in the mode it was in afterwards (an error included)."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
 @torch.no_grad()
 def evaluate(model: Any, task: Any, split: str, batch_size: int, steps: int, seed: int) -> dict[str, float]:
     """Roll ``batch_size`` worlds of ``split`` for ``steps`` steps; ``acc``, ``loss``, per-group and ``final/``
     accuracies (keys without the split's prefix)."""
-    was_training = model.training
-    model.eval()
     generator = torch.Generator().manual_seed(seed)
     groups = list(task.info["query_groups"])
     overall, final = Tally(groups), Tally(groups)
-    worlds = task.reset(batch_size, generator, split)
-    state = model.initial_state(batch_size)
-    for t in range(1, steps + 1):
-        worlds, step = task.step(worlds, t, generator, split)
-        state = model.update(state, step)
-        loss, correct = step_loss(model.extract(state, step), step)
-        overall.add(step, correct, float(loss))
-        if t == steps:
-            final.add(step, correct)
-    model.train(was_training)
+    with eval_mode(model):
+        worlds = task.reset(batch_size, generator, split)
+        state = model.initial_state(batch_size)
+        for t in range(1, steps + 1):
+            worlds, step = task.step(worlds, t, generator, split)
+            state = model.update(state, step)
+            loss, correct = step_loss(model.extract(state, step), step)
+            overall.add(step, correct, float(loss))
+            if t == steps:
+                final.add(step, correct)
     return {**overall.metrics(""), **final.metrics("final/")}
 
 
@@ -124,8 +134,14 @@ class Rollout:
 def long_rollout(model: Any, task: Any, horizons: list[int], batch_size: int,
                  on_step: Callable[[int, Any, Any], None] | None = None) -> Rollout:
     """Roll ``batch_size`` test worlds to the longest horizon; accuracy at the steps of :func:`query_grid`.
-    ``on_step(t, worlds, state)`` is called at every asked step (pictures)."""
-    model.eval()
+    ``on_step(t, worlds, state)`` is called at every asked step (pictures). The model is in eval mode for the
+    rollout and back in the mode it was in afterwards."""
+    with eval_mode(model):
+        return _roll(model, task, horizons, batch_size, on_step)
+
+
+def _roll(model: Any, task: Any, horizons: list[int], batch_size: int,
+          on_step: Callable[[int, Any, Any], None] | None) -> Rollout:
     longest = max(horizons)
     asked = set(query_grid(longest, horizons))
     groups = list(task.info["query_groups"])
