@@ -16,6 +16,7 @@ import pandas as pd
 
 from reports import figure_cache
 from reports.store import RunRecord
+from tests.run_records import run_record
 
 CODE = "code-digest"
 
@@ -24,9 +25,9 @@ def _record() -> RunRecord:
     """A small run record with curves and a rollout (fresh objects on each call)."""
     curves = pd.DataFrame({"step": [1, 2, 3], "val/acc": [0.5, 0.6, 0.7]})
     rollout = pd.DataFrame({"step": [1, 10], "acc": [0.9, 0.8]})
-    return RunRecord(path=Path("/runs/babi/lstm/r0"), rel_path="babi/lstm/r0", task="babi", model="lstm",
-                     run_id="r0", results={"seed": 0, "metrics": {"test/acc": 0.7}}, status="completed",
-                     config={"model": {"hidden": 8}, "seed": 0}, curves=curves, rollout=rollout)
+    return run_record("r0", path=Path("/runs/babi/lstm/r0"), rel_path="babi/lstm/r0",
+                      results={"seed": 0, "metrics": {"test/acc": 0.7}}, config={"model": {"hidden": 8}, "seed": 0},
+                      curves=curves, rollout=rollout)
 
 
 def test_an_identical_record_rebuilt_gets_the_same_key() -> None:

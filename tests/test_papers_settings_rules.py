@@ -25,6 +25,7 @@ import pytest
 from reports.papers import load_paper
 from reports.settings import differences, fill, sets_read
 from reports.store import RunRecord, telling_keys
+from tests.run_records import run_record
 
 
 def _paper(tmp_path: Path, table: dict[str, Any]) -> Any:
@@ -62,8 +63,8 @@ def test_the_row_field_matched_to_the_config_is_its_last_part_else_the_first_one
 
 
 def _run(config: dict[str, Any], profile: str = "cpu", task: str = "babi", **results: Any) -> RunRecord:
-    return RunRecord(path=Path("r"), rel_path="r", task=task, model="tpr_rnn", run_id="r",
-                     results={"profile": profile, **results}, status="completed", config={"profile": profile, **config})
+    return run_record(task=task, model="tpr_rnn", results={"profile": profile, **results},
+                      config={"profile": profile, **config})
 
 
 def test_absent_or_takes_runs_from_before_the_key_and_runs_stating_its_value_only():

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from reports.readme import BEGIN, END, README, main, render, splice
+from tests.run_records import run_record
 from tests.test_report import write_rl_run, write_run
 
 SAME = {"tasks": ["same"], "test_sets": ["hexominoes", "stripes"], "train_set": "pentominoes", "n_train": 250000}
@@ -130,17 +131,15 @@ def test_pathfinder_generator_statistics_come_from_the_stored_comparison(tmp_pat
 
 def test_an_rl_cell_names_its_rate_where_the_env_has_no_settings_and_the_policy_it_evaluated():
     from reports.readme import _setting, _training
-    from reports.store import RunRecord
 
     results = {"env_steps": 9000, "stop_reason": "win rate reached",
                "selection": {"iteration": 7, "env_steps": 8000, "win_rate": 1.0, "episode_return": 500.0}}
     config = {"task": {"name": "cartpole"}, "rl": {"optim": {"name": "adam", "lr": 1.0e-4}}}
-    run = RunRecord(path=Path("r"), rel_path="r", task="cartpole", model="lstm", run_id="r", results=results,
-                    status="completed", config=config)
+    run = run_record(task="cartpole", results=results, config=config)
     assert _setting(run) == "adam, lr 1e-4"
     assert _training(run) == "9,000 env steps (win rate reached); evaluated: its policy at 8,000 env steps"
-    board = RunRecord(path=Path("b"), rel_path="b", task="boxworld", model="lstm", run_id="b", results={"env_steps": 5},
-                      status="completed", config={**config, "task": {"env": {"n": 6, "solution_length": 1}}})
+    board = run_record("b", task="boxworld", results={"env_steps": 5},
+                       config={**config, "task": {"env": {"n": 6, "solution_length": 1}}})
     assert _setting(board) == "n 6, solution_length 1" and "evaluated" not in _training(board)
 
 
@@ -390,8 +389,8 @@ def test_a_matrix_cell_run_with_several_seeds_is_one_row_with_their_mean_and_eac
                   "task": {"name": "babi", "babi_id": 1, "data_set": "en-10k", "source": "files"}}
         results = {"seed": seed, "epochs": 5 + seed, "metrics": {} if acc is None else {"test/acc": acc},
                    "wall_time_s": 60.0 * (seed + 1), "error": "diverged" if status == "failed" else None}
-        return RunRecord(path=Path(model), rel_path=model, task="babi", model=model,
-                         run_id=f"babi-{model}-cpu-s{seed}-0", results=results, status=status, config=config)
+        return run_record(f"babi-{model}-cpu-s{seed}-0", model=model, rel_path=model, results=results, status=status,
+                          config=config)
 
     lines = matrix_section([run("lstm", 1, 0.5), run("lstm", 0, 0.7), run("mha", 0, 1.0),
                             run("mlp1", 0, 0.4), run("mlp1", 1, None, status="failed")], [])
@@ -417,8 +416,7 @@ def test_a_supervised_cells_training_says_what_ended_it():
                             "stop_at": None, "early_stop_patience": None, **train}}
         results = {"epochs": epochs, "best": {"metric": "val/acc", "value": value, "epoch": best_epoch},
                    "throughput": {"train/examples_per_s": 1234.5}}
-        return RunRecord(path=Path("r"), rel_path="r", task="babi", model="lstm", run_id="r", results=results,
-                         status=status, config=config)
+        return run_record(results=results, status=status, config=config)
 
     assert _training(run(4, 4, 0.995, stop_at=0.99)) == "4 of 20 epochs (val/acc reached 0.99), best at epoch 4"
     assert _training(run(16, 6, 0.9, early_stop_patience=10)) == \
@@ -452,8 +450,7 @@ def test_a_last_epoch_cut_short_by_the_time_cap_counts_as_the_part_trained_and_n
         rows = [{"step": step, "epoch": epoch, "val/acc": 0.5} for epoch, step in enumerate(validated)]
         rows += [{"step": 10, "epoch": 0, "train/loss": 1.0}, {"step": validated[-1], "epoch": len(validated) - 1,
                                                                "test/acc": 0.9}]  # rows without the monitor
-        return RunRecord(path=Path("r"), rel_path="r", task="babi", model="lstm", run_id="r", results=results,
-                         status="completed", config=config, curves=pd.DataFrame(rows))
+        return run_record(results=results, config=config, curves=pd.DataFrame(rows))
 
     assert last_epoch_part(run([100, 200, 250], 3)) == 0.5
     assert _training(run([100, 200, 250], 3)) == "2.5 of 20 epochs (10-minute cap, 1,234 examples/s), best at epoch 2.5"
@@ -484,8 +481,7 @@ def test_a_run_the_time_cap_stopped_within_its_first_epoch_gives_its_steps_not_a
                    "best": {"metric": "val/acc", "value": value, "step": steps, "epoch": 1}}
         curves = pd.DataFrame([{"step": 50, "epoch": 0, "train/loss": 2.2},
                                {"step": steps, "epoch": 0, "val/acc": value}])
-        return RunRecord(path=Path("r"), rel_path="r", task="listops", model="lstm", run_id="r", results=results,
-                         status="completed", config=config, curves=curves)
+        return run_record(task="listops", results=results, config=config, curves=curves)
 
     assert _training(run(161)) == \
         "161 steps, within the first of 20 epochs (10-minute cap, 9 examples/s), tested at its one validation"
@@ -510,10 +506,9 @@ def test_a_capped_runs_tested_checkpoint_is_an_epoch_budget_where_it_closed_a_wh
         config = {"train": {"max_epochs": 20, "max_time_s": max_time_s, "monitor": "val/acc", "monitor_mode": "max",
                             "stop_at": None, "early_stop_patience": None}}
         rows = [{"step": step, "epoch": epoch, "val/acc": 0.5} for epoch, step in enumerate(validated)]
-        return RunRecord(path=Path("r"), rel_path="r", task="babi", model="lstm", run_id="r", status="completed",
-                         config=config, curves=pd.DataFrame(rows),
-                         results={"epochs": len(validated), "steps": validated[-1],
-                                  "best": {"metric": "val/acc", "value": 0.9, "epoch": best_epoch}, **results})
+        return run_record(config=config, curves=pd.DataFrame(rows),
+                          results={"epochs": len(validated), "steps": validated[-1],
+                                   "best": {"metric": "val/acc", "value": 0.9, "epoch": best_epoch}, **results})
 
     assert checkpoint_budget(run([100, 200, 250], 2)) == 2
     assert checkpoint_budget(run([100, 200, 250], 3)) is None  # the best is the cut-short epoch's validation
@@ -547,10 +542,9 @@ def test_a_stepwise_run_reads_as_stopped_by_its_own_rules_and_a_capped_one_has_i
 
     def run(steps: int, best: float, **results: object) -> RunRecord:
         config = {"stepwise": {"iterations": 1000, "max_time_s": 1800, "stop_at": 0.99}}
-        return RunRecord(path=Path("r"), rel_path="r", task="game_of_life", model="updater_extractor", run_id="r",
-                         status="completed", config=config, curves=None,
-                         results={"steps": steps, "epochs": steps // 50,
-                                  "best": {"metric": "val/acc", "value": best, "step": steps}, **results})
+        return run_record(task="game_of_life", model="updater_extractor", config=config, curves=None,
+                          results={"steps": steps, "epochs": steps // 50,
+                                   "best": {"metric": "val/acc", "value": best, "step": steps}, **results})
 
     assert run_stop(run(400, 0.995)).text == "val/acc reached 0.99" and cycle_budget(run(400, 0.995)) is None
     assert run_stop(run(1000, 0.9)).kind == "iteration_limit" and capped_budget(run(1000, 0.9)) is None
@@ -587,8 +581,7 @@ def test_every_diverged_run_is_listed_and_says_whether_its_configuration_has_a_c
     def run(run_id: str, seed: int, status: str, activation: str) -> RunRecord:
         config = {"task": {"name": "babi", "babi_id": 2}, "model": {"state_activation": activation}, "seed": seed}
         results = {"error": "non-finite training loss (nan) at step 7"} if status == "diverged" else {}
-        return RunRecord(path=Path(run_id), rel_path=run_id, task="babi", model="ll_rnn", run_id=run_id,
-                         results=results, status=status, config=config)
+        return run_record(run_id, model="ll_rnn", results=results, status=status, config=config)
 
     assert diverged_section([run("a", 0, "completed", "tanh")]) == []
     lines = diverged_section([run("a", 0, "completed", "tanh"), run("b", 1, "diverged", "tanh"),

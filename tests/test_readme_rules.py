@@ -11,6 +11,7 @@ from typing import Any
 from reports.readme import render
 from reports.settings import differences
 from reports.store import RunRecord
+from tests.run_records import run_record
 from tests.test_readme import _set_budget_and_operations
 from tests.test_report import write_run
 
@@ -76,8 +77,7 @@ def test_operations_listed_in_another_order_meet_their_table_3_row(tmp_path):
 
 
 def _run(config: dict[str, Any], profile: str = "cpu") -> RunRecord:
-    return RunRecord(path=Path("r"), rel_path="r", task="babi", model="tpr_rnn", run_id="r",
-                     results={"profile": profile}, status="completed", config={"profile": profile, **config})
+    return run_record(model="tpr_rnn", results={"profile": profile}, config={"profile": profile, **config})
 
 
 def test_any_of_accepts_every_option_and_nothing_else():
@@ -116,8 +116,7 @@ def test_a_published_number_is_the_one_of_the_runs_own_task(tmp_path):
 
 
 def _cell_run(run_id: str, results: dict[str, Any], config: dict[str, Any] | None = None) -> RunRecord:
-    return RunRecord(path=Path(run_id), rel_path=run_id, task="babi", model="lstm", run_id=run_id,
-                     results=results, status="completed", config=config or {})
+    return run_record(run_id, results=results, config=config or {})
 
 
 def test_a_cells_steps_are_the_mean_over_its_seeds_and_its_stacks_are_counted_once():

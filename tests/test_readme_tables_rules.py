@@ -24,6 +24,7 @@ import yaml
 from reports.papers import PaperSpec, load_papers
 from reports.readme import PAPERS_DIR, _published_cell, all_tasks_lines, published
 from reports.store import RunRecord
+from tests.run_records import run_record
 
 
 @cache
@@ -35,9 +36,8 @@ def _papers() -> list[PaperSpec]:
 def _run(task: str, model: str, config: dict[str, Any], metrics: dict[str, float] | None = None,
          run_id: str = "r", **results: Any) -> RunRecord:
     """A completed run of the cpu profile held in memory."""
-    return RunRecord(path=Path(run_id), rel_path=run_id, task=task, model=model, run_id=run_id,
-                     results={"profile": "cpu", "metrics": metrics or {}, **results}, status="completed",
-                     config={"profile": "cpu", **config})
+    return run_record(run_id, task=task, model=model, results={"profile": "cpu", "metrics": metrics or {}, **results},
+                      config={"profile": "cpu", **config})
 
 
 def _yaml_table(paper: str, table_id: str) -> dict[str, Any]:

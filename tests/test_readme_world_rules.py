@@ -30,12 +30,12 @@ from reports.floors import dead_floor, load_floor
 from reports.markdown import table
 from reports.readme_cells import machine_note, mean_of, mean_sd, minutes
 from reports.store import RunRecord
+from tests.run_records import run_record
 
 
 def _run(run_id: str = "r", results: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
          task: str = "babi", model: str = "lstm", status: str = "completed") -> RunRecord:
-    return RunRecord(path=Path(run_id), rel_path=run_id, task=task, model=model, run_id=run_id,
-                     results=results or {}, status=status, config=config or {})
+    return run_record(run_id, task=task, model=model, results=results or {}, status=status, config=config or {})
 
 
 # ----- cells ------------------------------------------------------------------------------------------------------

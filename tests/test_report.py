@@ -697,10 +697,10 @@ def test_a_status_summary_counts_a_killed_run_apart_from_running_ones(tmp_path: 
     """The index's '... runs in all (...)' and a matrix cell's note: a run whose process is gone is not running."""
     from reports.store import RunRecord
     from reports.tables import status_summary
+    from tests.run_records import run_record
 
     def record(status: str, gone: bool = False) -> RunRecord:
-        return RunRecord(path=tmp_path, rel_path="", task="babi", model="lstm", run_id="r", results={},
-                         status=status, gone=gone)
+        return run_record(path=tmp_path, rel_path="", status=status, gone=gone)
 
     runs = [record("running", gone=True), record("running"), record("completed")]
     assert status_summary(runs) == "1 completed, 1 killed mid-run, 1 running"

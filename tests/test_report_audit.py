@@ -17,14 +17,15 @@ from reports.build import build_report, main
 from reports.papers import load_papers
 from reports.store import RunRecord
 from reports.tables import TEST_ACC, _beside, _best_variant, _last_iteration, fact_rows
+from tests.run_records import run_record
 from tests.test_report import write_run
 
 PAPERS = Path(__file__).resolve().parents[1] / "reports" / "papers"
 
 
 def _run(results: dict, config: dict | None = None, curves: pd.DataFrame | None = None) -> RunRecord:
-    return RunRecord(path=Path("x"), rel_path="x", task=results.get("task", "babi"), model="m", run_id="r",
-                     results=results, status=results.get("status", "completed"), config=config or {}, curves=curves)
+    return run_record(task=results.get("task", "babi"), model="m", rel_path="x", results=results,
+                      status=results.get("status", "completed"), config=config or {}, curves=curves)
 
 
 def test_a_non_finite_metric_is_no_number_and_ranks_nowhere() -> None:

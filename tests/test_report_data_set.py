@@ -3,19 +3,17 @@ the task falls back to en's 1,000 examples) does not share a published number's 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from reports.settings import differences, sets_read
 from reports.store import RunRecord
 from reports.tables import setting_label
+from tests.run_records import run_record
 
 SETTINGS = {"task.source": "files", "task.data_set": {"any_of": ["en-10k", "en-valid-10k"]}}
 
 
 def _run(files: list[str], source: str = "files") -> RunRecord:
-    return RunRecord(path=Path("x"), rel_path="x", task="babi", model="tpr_rnn", run_id="r",
-                     results={"data": {"files": {name: "0" for name in files}}}, status="completed",
-                     config={"task": {"name": "babi", "source": source, "data_set": "en-10k", "babi_id": 3}})
+    return run_record(model="tpr_rnn", rel_path="x", results={"data": {"files": {name: "0" for name in files}}},
+                      config={"task": {"name": "babi", "source": source, "data_set": "en-10k", "babi_id": 3}})
 
 
 def test_a_run_that_trained_on_another_sets_file_is_not_like_for_like() -> None:

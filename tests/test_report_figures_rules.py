@@ -19,12 +19,12 @@ import pytest
 
 from reports import figures
 from reports.store import RunRecord
+from tests.run_records import run_record
 
 
 def _run(model: str, seed: int, **fields: Any) -> RunRecord:
-    return RunRecord(path=Path(f"/runs/t/{model}/s{seed}"), rel_path=f"t/{model}/s{seed}", task="t", model=model,
-                     run_id=f"{model}-s{seed}", results={"seed": seed}, status="completed",
-                     **{"config": {"seed": seed}, **fields})
+    return run_record(f"{model}-s{seed}", task="t", model=model, path=Path(f"/runs/t/{model}/s{seed}"),
+                      rel_path=f"t/{model}/s{seed}", results={"seed": seed}, **{"config": {"seed": seed}, **fields})
 
 
 def test_the_plotted_line_is_the_mean_over_seeds(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,11 +7,12 @@ from pathlib import Path
 
 from reports.settings import describe, differences
 from reports.store import RunRecord
+from tests.run_records import run_record
 
 
 def _run(train: dict) -> RunRecord:
-    return RunRecord(path=Path("x"), rel_path="x", task="relations_game", model="mha", run_id="r", results={},
-                     status="completed", config={"task": {"name": "relations_game"}, "train": train})
+    return run_record(task="relations_game", model="mha", rel_path="x",
+                      config={"task": {"name": "relations_game"}, "train": train})
 
 
 def test_null_and_booleans_read_as_the_config_spells_them() -> None:
@@ -44,15 +45,12 @@ def test_steps_and_epochs_are_thousands_separated_like_every_other_count() -> No
     page's "steps / epochs" read "4458 / 16" where the rankings say "5,922 steps"."""
     from reports.tables import TEST_ACC, progress, run_row, stage_rows
 
-    run = RunRecord(path=Path("x"), rel_path="x", task="babi", model="lstm", run_id="r", status="completed",
-                    results={"steps": 14664, "epochs": 16, "metrics": {"test/acc": 0.5}}, config={})
+    run = run_record(rel_path="x", results={"steps": 14664, "epochs": 16, "metrics": {"test/acc": 0.5}})
     assert progress(run) == {"steps": "14,664", "epochs": "16"}
     assert run_row(run, TEST_ACC)["steps"] == "14,664"
-    rl = RunRecord(path=Path("x"), rel_path="x", task="boxworld", model="mlp1", run_id="r", status="completed",
-                   results={"env_steps": 986218}, config={"rl": {}})
+    rl = run_record(task="boxworld", model="mlp1", rel_path="x", results={"env_steps": 986218}, config={"rl": {}})
     assert run_row(rl)["steps"] == "986,218"
-    assert progress(RunRecord(path=Path("x"), rel_path="x", task="babi", model="lstm", run_id="r",
-                              status="completed", results={}, config={})) == {"steps": "–", "epochs": "–"}
+    assert progress(run_record(rel_path="x")) == {"steps": "–", "epochs": "–"}
     run.stages = {"1_scratch": {"status": "completed", "results": {"steps": 100000}}}
     assert stage_rows(run)[0]["steps"] == "100,000"
 
@@ -63,26 +61,23 @@ def test_a_stacked_run_page_names_its_stack_and_whose_wall_time_it_shows() -> No
     from reports.build import _stack
 
     stack = ["rg-mha-cpu-s0-a", "rg-mha-cpu-s1-b", "rg-mha-cpu-s2-c"]
-    member = RunRecord(path=Path("x"), rel_path="x", task="relations_game", model="mha", run_id=stack[1],
-                       results={"stack": stack}, status="completed", config={})
+    member = run_record(stack[1], task="relations_game", model="mha", rel_path="x", results={"stack": stack})
     text = _stack(member)
     assert text is not None and text.startswith("one of 3 seeds trained together as one stacked model, with "
                                                 "rg-mha-cpu-s0-a, rg-mha-cpu-s2-c;")
     assert "wall time is the whole stack's" in text
     for alone in ({}, {"stack": [stack[0]]}, {"stack": None}):
-        assert _stack(RunRecord(path=Path("x"), rel_path="x", task="babi", model="m", run_id=stack[0],
-                                results=alone, status="completed", config={})) is None
+        assert _stack(run_record(stack[0], model="m", rel_path="x", results=alone)) is None
 
 
 def test_the_best_checkpoints_step_is_thousands_separated_too() -> None:
     from reports.build import _run_info, _stepwise_info
 
     best = {"metric": "val/acc", "value": 0.99, "step": 15250, "epoch": 15}
-    run = RunRecord(path=Path("x"), rel_path="x", task="babi", model="m", run_id="r", status="completed",
-                    results={"best": best, "steps": 15931, "epochs": 16}, config={})
+    run = run_record(model="m", rel_path="x", results={"best": best, "steps": 15931, "epochs": 16})
     assert _run_info(run)["best"] == "val/acc = 0.9900 at step 15,250, epoch 15"
-    stepwise = RunRecord(path=Path("x"), rel_path="x", task="world_of_numbers", model="m", run_id="r",
-                         status="completed", results={"best": best}, config={"stepwise": {"steps": 5}})
+    stepwise = run_record(task="world_of_numbers", model="m", rel_path="x", results={"best": best},
+                          config={"stepwise": {"steps": 5}})
     assert _stepwise_info(stepwise, {})["best"] == "val/acc = 0.9900 at cycle 15,250"  # type: ignore[index]
 
 
@@ -98,8 +93,7 @@ def test_the_runs_table_marks_a_stack_members_shared_wall_time():
     from reports.tables import _stack_mark
 
     def run(results: dict) -> RunRecord:
-        return RunRecord(path=Path("x"), rel_path="x", task="relations_game", model="mha", run_id="a-s0",
-                         results=results, status="completed")
+        return run_record("a-s0", task="relations_game", model="mha", rel_path="x", results=results)
 
     member, alone = run({"stack": ["a-s0", "a-s1", "a-s2"]}), run({})
     assert _stack_mark(member) == " (a stack of 3)" and _stack_mark(alone) == ""

@@ -34,6 +34,7 @@ import yaml
 from reports import build
 from reports.papers import load_paper
 from reports.store import REFERENCE, YOURS, RunRecord, assign_variants
+from tests.run_records import run_record
 
 
 def _run(run_id: str = "babi-lstm-cpu-s0-a", *, results: dict[str, Any] | None = None,
@@ -42,9 +43,9 @@ def _run(run_id: str = "babi-lstm-cpu-s0-a", *, results: dict[str, Any] | None =
             "finished_at": "2026-01-01T00:00:00Z"}
     cfg = {"seed": 3, "profile": "cpu", "task": {"name": task}, "model": {"name": model},
            "protocol": {"name": "curriculum"}}
-    return RunRecord(path=Path("/nonexistent") / run_id, rel_path=f"{task}/{model}/{run_id}", task=task, model=model,
-                     run_id=run_id, results={**base, **(results or {})}, status="completed",
-                     config=config if config is not None else cfg, page=f"runs/{run_id}.html", **fields)
+    return run_record(run_id, task=task, model=model, path=Path("/nonexistent") / run_id,
+                      rel_path=f"{task}/{model}/{run_id}", results={**base, **(results or {})},
+                      config=config if config is not None else cfg, page=f"runs/{run_id}.html", **fields)
 
 
 def _page(run: RunRecord, floor: dict[str, Any] | None = None) -> str:

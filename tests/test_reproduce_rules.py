@@ -26,6 +26,7 @@ import pytest
 from harness.reproduce import Figure, compare, cpu_relation, same_threads, without_cap
 from harness.reproduce_unchecked import Budget, Candidate, queue_lines, summary, unchecked
 from reports.store import RunRecord
+from tests.run_records import run_record
 from tests.test_report import write_run
 
 EPYC = {"processor": "AMD EPYC", "cpu_id": "AuthenticAMD family 25 model 1 stepping 1", "cpu_capability": "AVX2"}
@@ -35,10 +36,10 @@ XEON = {"processor": "Intel Xeon", "cpu_id": "GenuineIntel family 6 model 85 ste
 def _record(run_id: str, *, results: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
             stale: list[str] | None = None) -> RunRecord:
     """A completed supervised run that ended by its epoch limit (4 of 4 epochs, its best at the last)."""
-    return RunRecord(path=Path(run_id), rel_path=run_id, task="babi", model="lstm", run_id=run_id, status="completed",
-                     results={"epochs": 4, "steps": 40, "best": {"metric": "val/acc", "value": 0.5, "epoch": 4},
-                              **(results or {})},
-                     config=config or {"train": {"max_epochs": 4, "max_time_s": None}}, stale=stale or [])
+    return run_record(run_id,
+                      results={"epochs": 4, "steps": 40, "best": {"metric": "val/acc", "value": 0.5, "epoch": 4},
+                               **(results or {})},
+                      config=config or {"train": {"max_epochs": 4, "max_time_s": None}}, stale=stale or [])
 
 
 def test_a_figure_is_equal_only_bit_for_bit_and_nan_equals_nan() -> None:

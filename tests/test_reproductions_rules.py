@@ -88,11 +88,11 @@ def test_the_readmes_reproduced_counts_take_each_run_once_at_its_latest_check(tm
 
 def _stored(status: str = "completed") -> Any:
     """A supervised run the 10-minute cap stopped in epoch 3 of 10, its tested checkpoint at the end of epoch 2."""
-    from reports.store import RunRecord
+    from tests.run_records import run_record
 
-    return RunRecord(path=Path("r"), rel_path="r", task="babi", model="lstm", run_id="r", status=status,
-                     results={"epochs": 3, "steps": 30, "best": {"metric": "val/acc", "value": 0.5, "epoch": 2}},
-                     config={"train": {"max_time_s": 600, "max_epochs": 10}})
+    return run_record(status=status,
+                      results={"epochs": 3, "steps": 30, "best": {"metric": "val/acc", "value": 0.5, "epoch": 2}},
+                      config={"train": {"max_time_s": 600, "max_epochs": 10}})
 
 
 def test_a_capped_run_with_an_epoch_budget_is_trained_again_and_a_run_not_completed_is_refused():

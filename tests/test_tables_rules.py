@@ -8,6 +8,7 @@ from typing import Any
 
 from reports.store import RunRecord, assign_variants, load_store
 from reports.tables import mean_sd, rankings
+from tests.run_records import run_record
 from tests.test_report import write_run
 
 
@@ -37,8 +38,7 @@ def test_a_matrix_cell_counts_a_seed_trained_twice_once():
     """Three completed runs, two of them seed 0: 3 runs of 2 seeds."""
     from reports.tables import matrix
 
-    runs = [RunRecord(path=Path(name), rel_path=name, task="babi", model="lstm", run_id=name, status="completed",
-                      results={"seed": seed, "metrics": {"test/acc": 0.5}}, config={"seed": seed})
+    runs = [run_record(name, results={"seed": seed, "metrics": {"test/acc": 0.5}}, config={"seed": seed})
             for name, seed in (("a", 0), ("b", 0), ("c", 1))]
     row = next(row for row in matrix(runs, [])["rows"] if row["task"] == "babi")
     cell = next(cell for cell in row["cells"] if cell["model"] == "lstm")
@@ -46,9 +46,8 @@ def test_a_matrix_cell_counts_a_seed_trained_twice_once():
 
 
 def test_models_of_equal_means_rank_by_name():
-    runs = [RunRecord(path=Path(model), rel_path=model, task="babi", model=model, run_id=model, status="completed",
-                      results={"seed": 0, "metrics": {"test/acc": 0.9}, "profile": "cpu"},
-                      config={"task": {"babi_id": 1}}) for model in ("mha", "lstm")]
+    runs = [run_record(model, model=model, results={"seed": 0, "metrics": {"test/acc": 0.9}, "profile": "cpu"},
+                       config={"task": {"babi_id": 1}}) for model in ("mha", "lstm")]
     (row,) = rankings(runs, criteria={})
     assert [(entry["rank"], entry["model"]) for entry in row["entries"]] == [(1, "lstm"), (2, "mha")]
 
@@ -59,8 +58,7 @@ def test_a_generated_run_tested_on_the_files_is_ranked_under_its_data_set():
     from reports.tables import setting_label
 
     def run(task: dict[str, Any]) -> RunRecord:
-        return RunRecord(path=Path("r"), rel_path="r", task="babi", model="lstm", run_id="r", status="completed",
-                         results={"profile": "cpu"}, config={"task": {"babi_id": 1, "data_set": "en-10k", **task}})
+        return run_record(results={"profile": "cpu"}, config={"task": {"babi_id": 1, "data_set": "en-10k", **task}})
 
     assert setting_label(run({"source": "generator", "test_on": ["files"]})) == "task 1 [cpu] (en-10k, generator)"
     assert setting_label(run({"source": "generator"})) == "task 1 [cpu] (generator)"
