@@ -610,6 +610,14 @@ def _override_hint(parsed: argparse.Namespace, extras: list[str], words: list[st
 RUNS_DIR_HELP = "the run store (default: $HARNESS_RUNS_DIR or ./runs)"
 
 
+def _folder(text: str) -> str:
+    """A folder option's value: an empty one (``--runs-dir ""``, a shell variable left unset) is a mistake, not the
+    default, which leaving the option out gives."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; leave the option out for the default")
+    return text
+
+
 def _sentence(text: str, more: str = "") -> str:
     """A subcommand's one-line help (``more`` added) as its ``--help`` description: a capitalised sentence."""
     return f"{text[0].upper()}{text[1:]}{more}."
@@ -634,14 +642,14 @@ def build_parser() -> argparse.ArgumentParser:
                            help="one run per seed (integers >= 0), trained as one stack (supervised runs)")
             p.add_argument("--force", action="store_true",
                            help="retrain even if the run completed (make bench: FORCE=1)")
-        p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP if name == "bench" else
+        p.add_argument("--runs-dir", type=_folder, default=None, help=RUNS_DIR_HELP if name == "bench" else
                        "taken so that a bench command line validates as it is; validate writes no run")
         p.add_argument("overrides", nargs="*", help="config overrides, e.g. optim.lr=3e-4 task.babi_id=2")
         p.set_defaults(func=func)
     text = "run a sweep file (sweeps/<name>.yaml) on Ray Tune"
     p = sub.add_parser("sweep", help=text, description=_sentence(text))
     p.add_argument("file", help="the sweep file, e.g. sweeps/babi_smoke.yaml")
-    p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
+    p.add_argument("--runs-dir", type=_folder, default=None, help=RUNS_DIR_HELP)
     p.add_argument("--dry-run", action="store_true", help="check the sweep and count its trials; start nothing")
     p.add_argument("--profile", default=None, help="run at this profile (default: the file's)")
     p.add_argument("--seeds", action="append", default=None, metavar="0,1,2",
@@ -659,10 +667,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sweep)
     text = "build the HTML report (reports/out/): your runs beside the reference runs"
     p = sub.add_parser("report", help=text, description=_sentence(text))
-    p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
+    p.add_argument("--runs-dir", type=_folder, default=None, help=RUNS_DIR_HELP)
     p.add_argument("--results-dir", default=None,
                    help="the reference store, an existing folder (default: results/; '' for none)")
-    p.add_argument("--out", default="reports/out",
+    p.add_argument("--out", type=_folder, default="reports/out",
                    help="the site's folder: absent, empty or an earlier build's, which it replaces whole "
                         "(default: reports/out)")
     p.add_argument("--jobs", type=int, default=None,
@@ -675,7 +683,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("runs", help="the runs in the store, with their status and test accuracies")
     p.add_argument("--task", default=None, help="only this task's runs (default: all)")
     p.add_argument("--model", default=None, help="only this model's runs (default: all)")
-    p.add_argument("--runs-dir", default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
+    p.add_argument("--runs-dir", type=_folder, default=None, help="default: $HARNESS_RUNS_DIR or ./runs")
     p.add_argument("--reference", action="store_true", help="list the shipped reference runs (results/) instead")
     p.add_argument("--stale", action="store_true",
                    help="only the stale runs, with the files that changed and the command that reruns each")
@@ -689,7 +697,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("publish", help=text,
                        description=_sentence(text, "; the members of a stack (bench --seeds) go together"))
     p.add_argument("runs", nargs="+", help="run ids (from `harness runs`) or run directories")
-    p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
+    p.add_argument("--runs-dir", type=_folder, default=None, help=RUNS_DIR_HELP)
     p.add_argument("--to", default=None, help="the reference store (default: results/ in the repository)")
     p.set_defaults(func=cmd_publish)
     text = "test a completed supervised run on other data (task.test_* settings) without retraining"
@@ -698,14 +706,14 @@ def build_parser() -> argparse.ArgumentParser:
                                                    " splits"))
     p.add_argument("run", help="a run id (from `harness runs`) or a run directory")
     p.add_argument("overrides", nargs="+", help="task settings naming the new test data, e.g. task.test_on=[files]")
-    p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
+    p.add_argument("--runs-dir", type=_folder, default=None, help=RUNS_DIR_HELP)
     p.set_defaults(func=cmd_retest)
     text = "write a completed supervised run's per-example test predictions (from its checkpoint)"
     p = sub.add_parser("predict", help=text, description=_sentence(
         text, " into <run>/predictions/; exit code 1 when the accuracy recomputed from them differs from the one the"
               " run reported"))
     p.add_argument("run", help="a run id (from `harness runs`) or a run directory")
-    p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP)
+    p.add_argument("--runs-dir", type=_folder, default=None, help=RUNS_DIR_HELP)
     p.set_defaults(func=cmd_predict)
     text = "train a stored supervised or stepwise run again and compare every figure it reported"
     p = sub.add_parser("reproduce", help=text, description=_sentence(
@@ -716,7 +724,7 @@ def build_parser() -> argparse.ArgumentParser:
               "Exit code 0 when every figure is equal, 1 when one differs"))
     p.add_argument("run", nargs="?", default=None,
                    help="a run id (from `harness runs --reference` or `harness runs`) or a run directory")
-    p.add_argument("--runs-dir", default=None, help=RUNS_DIR_HELP + " (where the run is trained again)")
+    p.add_argument("--runs-dir", type=_folder, default=None, help=RUNS_DIR_HELP + " (where the run is trained again)")
     p.add_argument("--results-dir", default=None,
                    help="the reference store searched first (default: results/; '' for none)")
     p.add_argument("--record", action="store_true",

@@ -37,12 +37,14 @@ def _recall_condition(run: RunRecord) -> tuple[str, str]:
     return ", ".join(words), found
 
 
-def _rollout(run: RunRecord, group: str | None = None) -> str:
+def _rollout(run: RunRecord, group: str | None = None, horizons: list[int] | None = None) -> str:
     """Accuracy at each long-rollout horizon the run measured (``rollout/step_<h>/acc``, or within one query
-    group: ``rollout/step_<h>/<group>/acc``; a horizon where the group was not asked is left out)."""
+    group: ``rollout/step_<h>/<group>/acc``; a horizon where the group was not asked is left out); ``horizons``:
+    :func:`_horizons` of the run, where the caller has them already."""
     name = f"{group}/acc" if group else "acc"
     return ", ".join(f"{step:,}: {mean_sd(metric_values([run], f'rollout/step_{step}/{name}'))}"
-                     for step in _horizons(run) if run.metric(f"rollout/step_{step}/{name}") is not None) or "–"
+                     for step in (_horizons(run) if horizons is None else horizons)
+                     if run.metric(f"rollout/step_{step}/{name}") is not None) or "–"
 
 
 def _horizons(run: RunRecord) -> list[int]:
@@ -55,16 +57,15 @@ def _world_rollout(run: RunRecord) -> str:
     """:func:`_rollout` preceded by the rollout's first steps and its training length (from ``rollout.csv``), where a
     model that learned a few steps of the dynamics but not to repeat them shows (Game of Life: step 2 right, step 3
     no better than answering "dead"). A step that is also a horizon is shown once, among the horizons."""
-    early = ""
+    early, horizons = "", _horizons(run)
     curve = run.rollout
     if curve is not None and "acc" in curve.columns:
-        horizons = set(_horizons(run))
         wanted = [step for step in dict.fromkeys([*EARLY_STEPS, int(cfg_get(run.config, "stepwise.steps"))])
                   if step not in horizons]
         found = {int(step): float(acc) for step, acc in zip(curve["step"], curve["acc"], strict=True)
                  if int(step) in wanted}
         early = ", ".join(f"{step:,}: {100 * found[step]:.1f}" for step in wanted if step in found)
-    later = _rollout(run)
+    later = _rollout(run, horizons=horizons)
     return ", ".join(part for part in (early, later) if part and part != "–") or "–"
 
 
