@@ -10,10 +10,10 @@ import textwrap
 from harness.config import PROFILES, compose
 from harness.registry import Registry
 from tests.conftest import ROOT
+from tests.doc_checks import missing_paths, named_paths
 
 GUIDE = ROOT / "docs" / "contributing.md"
 YAML_BLOCK = re.compile(r"^( *)```yaml\n(.*?)^\1```", re.S | re.M)  # fenced blocks, indented under list items too
-REPO_PATH = re.compile(r"(?<![\w./$-])((?:docs|sweeps|tasks|models|harness|reports|results|tests)/[\w./-]*[\w/])")
 
 
 def test_the_example_model_and_task_files_register_and_compose_as_written(tmp_path):
@@ -33,6 +33,6 @@ def test_the_example_model_and_task_files_register_and_compose_as_written(tmp_pa
 
 
 def test_every_repository_path_the_guide_names_exists():
-    named = set(REPO_PATH.findall(GUIDE.read_text()))
-    assert {"models/adapters.yaml", "harness/interfaces.py", "tests/test_adapters.py"} <= named
-    assert sorted(path for path in named if not (ROOT / path).exists()) == []
+    text = GUIDE.read_text()
+    assert {"models/adapters.yaml", "harness/interfaces.py", "tests/test_adapters.py"} <= named_paths(text)
+    assert missing_paths(text, GUIDE) == []

@@ -5,71 +5,19 @@ writes, and every repository path it names exists. Seconds."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
-import shlex
 
 import yaml
 
-from harness.cli import build_parser, main
-from harness.config import PROFILES
-from harness.registry import REGISTRY
+from harness.cli import main
 from harness.runners.tune import SWEEP_TAG
 from tests.conftest import ROOT
+from tests.doc_checks import blocks, command_problems, harness_commands, missing_paths, named_paths
 from tests.test_report import write_run
 
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 SWEEP = ROOT / "sweeps" / "tutorial_babi2.yaml"
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-PLACEHOLDER = re.compile(r"<([A-Za-z_]+)>")  # `<run_id>`: a value the reader fills in
-SHELL_ENDS = {">", ">>", "|", "&&", "||", ";", "2>", "&"}
-REPO_PATH = re.compile(r"(?<![\w./$-])((?:docs|sweeps|tasks|models|harness|reports|results|tests)/[\w./-]*[\w/])")
 GENERATED = ("reports/out",)  # written by `harness report` (git ignores it), not shipped
-
-
-def blocks(text: str, *languages: str) -> list[str]:
-    """The bodies of the fenced code blocks in these languages."""
-    return [body for language, body in FENCE.findall(text) if language in languages]
-
-
-def harness_commands(text: str) -> list[tuple[str, list[str]]]:
-    """(the line, the words after ``harness``) of every command in the shell code blocks. A line is split as the
-    shell splits it (``#`` comments dropped) and ends at a redirection, pipe or ``&&``; ``unshare -n sh -c '...'``
-    is read for the command it wraps. A placeholder such as ``<run_id>`` is not skipped but read as a word
-    (``run_id``), so the rest of its line is still checked."""
-    found = []
-    for body in blocks(text, "bash", "sh"):
-        for line in body.splitlines():
-            words = shlex.split(PLACEHOLDER.sub(r"\1", line), comments=True)
-            while words[:1] == ["unshare"] and "-c" in words:  # the loopback-only namespace: its inner command
-                inner = words[words.index("-c") + 1]
-                words = shlex.split(inner.split("&& exec ", 1)[-1], comments=True)
-            if words[:1] == ["harness"]:
-                end = next((i for i, word in enumerate(words) if word in SHELL_ENDS), len(words))
-                found.append((line, words[1:end]))
-    return found
-
-
-def command_problems(text: str) -> list[str]:
-    """What is wrong with the tutorial's commands: a line the parser refuses (a misspelt command or option), or a
-    task, model, profile or sweep file that does not exist."""
-    problems = []
-    for line, argv in harness_commands(text):
-        stderr = io.StringIO()
-        try:
-            with contextlib.redirect_stderr(stderr):
-                args = build_parser().parse_args(argv)
-        except SystemExit:
-            problems.append(f"{line}: {stderr.getvalue().strip()}")
-            continue
-        for name, known in (("task", REGISTRY.tasks), ("model", REGISTRY.models), ("profile", PROFILES)):
-            value = getattr(args, name, None) if args.command in ("bench", "validate", "sweep") else None
-            if value is not None and value not in known:
-                problems.append(f"{line}: unknown {name} {value!r}")
-        if args.command == "sweep" and not (ROOT / args.file).is_file():
-            problems.append(f"{line}: no sweep file {args.file}")
-    return problems
 
 
 def test_every_harness_command_of_the_tutorial_parses():
@@ -124,8 +72,7 @@ def test_the_pandas_snippet_reads_the_runs_export_and_counts_each_seed_once(env,
 
 
 def test_every_repository_path_the_tutorial_names_exists():
-    named = set(REPO_PATH.findall(TUTORIAL.read_text()))
+    text = TUTORIAL.read_text()
     assert {"sweeps/tutorial_babi2.yaml", "docs/stacked_runs.md", "docs/gpu_runs.md", "docs/contributing.md",
-            "reports/solved.yaml"} <= named
-    missing = sorted(path for path in named if not path.startswith(GENERATED) and not (ROOT / path).exists())
-    assert missing == []
+            "reports/solved.yaml"} <= named_paths(text)
+    assert missing_paths(text, TUTORIAL, GENERATED) == []
