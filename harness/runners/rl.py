@@ -248,6 +248,7 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
             recent_wins: list[float] = []  # the last STOP_WINDOW iterations' training win rates
             stop_reason = "env steps"
             finite = True  # False once an iteration diverged: nothing after it is checkpointed
+            saved = 0  # the iteration last saved
             try:
                 while steps < total:
                     tick = time.perf_counter()
@@ -271,6 +272,7 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
                             raise DivergedError(f"non-finite weights after iteration {iteration} ({steps:,} env steps)")
                         curves.flush()
                         _save(algo, run)
+                        saved = iteration
                         _record(run, results, env_steps=steps, iterations=iteration,
                                 train_time_s=trained_before + time.perf_counter() - started)
                     train_time = trained_before + time.perf_counter() - started
@@ -286,7 +288,8 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
             finally:  # keep what was learned, even on Ctrl-C or an error, but never a diverged state
                 curves.flush()  # rows past the last checkpoint are dropped when the run resumes
                 if finite and iteration and _weights_finite(algo):
-                    _save(algo, run)
+                    if saved != iteration:  # not saved already, by a checkpoint_every iteration that ended training
+                        _save(algo, run)
                     _record(run, results, env_steps=steps, iterations=iteration,
                             train_time_s=trained_before + time.perf_counter() - started)
             print(f"training stopped ({stop_reason}) after {steps:,} env steps", flush=True)
