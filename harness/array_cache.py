@@ -51,3 +51,12 @@ def cached_arrays(path: Path, names: Iterable[str], make: Callable[[], Arrays]) 
     arrays = {name: made[name] for name in names}
     atomic_write(path, lambda handle: np.savez_compressed(handle, **arrays))
     return arrays, False
+
+
+def cached_splits(path: Path, splits: Iterable[str], keys: Iterable[str],
+                  make: Callable[[], Arrays]) -> tuple[dict[str, Arrays], bool]:
+    """:func:`cached_arrays` for data cut into splits: the arrays ``keys`` of each split, stored flat in the file as
+    ``<split>_<key>`` (what ``make()`` returns too); and whether they came from the cache."""
+    splits, keys = list(splits), list(keys)
+    arrays, cached = cached_arrays(path, [f"{split}_{key}" for split in splits for key in keys], make)
+    return {split: {key: arrays[f"{split}_{key}"] for key in keys} for split in splits}, cached

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.array_cache import cached_arrays
+from harness.array_cache import cached_arrays, cached_splits
 from harness.cli import main
 
 
@@ -26,6 +26,23 @@ def test_a_cache_is_written_once_then_read_and_holds_only_the_arrays_named(tmp_p
     assert all(np.array_equal(read[k], made[k]) and read[k].dtype == made[k].dtype for k in made)
     with np.load(path) as stored:
         assert sorted(stored.files) == ["a", "b"]
+
+
+def test_splits_are_stored_flat_as_split_key_and_handed_back_nested(tmp_path):
+    path, calls = tmp_path / "splits.npz", []
+
+    def make() -> dict[str, np.ndarray]:
+        calls.append(1)
+        return {f"{split}_{key}": np.full(2, i * 10 + j) for i, split in enumerate(("train", "test"))
+                for j, key in enumerate(("x", "y"))}
+
+    for expect_cached in (False, True):
+        splits, cached = cached_splits(path, ("train", "test"), ("x", "y"), make)
+        assert cached is expect_cached and calls == [1]
+        assert {split: {key: int(a[0]) for key, a in arrays.items()} for split, arrays in splits.items()} == {
+            "train": {"x": 0, "y": 1}, "test": {"x": 10, "y": 11}}
+    with np.load(path) as stored:
+        assert sorted(stored.files) == ["test_x", "test_y", "train_x", "train_y"]
 
 
 def _cut_short(path: Path) -> None:

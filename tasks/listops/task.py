@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.array_cache import cached_arrays
+from harness.array_cache import cached_splits
 from harness.data import TaskData, TensorDictDataset
 from harness.errors import UserError
 from harness.paths import cache_dir, data_dir, data_dir_label, data_relative, shown_path
@@ -158,8 +158,7 @@ class ListOpsTask:
             made = generate_splits(sizes, seed, s)
             return {f"{name}_{key}": split[key] for name, split in made.items() for key in keys}
 
-        arrays, cached = cached_arrays(path, [f"{name}_{key}" for name in SPLITS for key in keys], make)
-        splits = {name: {key: arrays[f"{name}_{key}"] for key in keys} for name in SPLITS}
+        splits, cached = cached_splits(path, SPLITS, keys, make)
         examples = {name: Examples(tokens=np.split(split["tokens"], np.cumsum(split["lengths"])[:-1]),
                                    labels=split["labels"]) for name, split in splits.items()}
         label = (f"generator: ListOps (LRA semantics) v{GENERATOR_VERSION}, seed {seed}, "

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.array_cache import cached_arrays
+from harness.array_cache import cached_splits
 from harness.data import TaskData, TensorDictDataset
 from harness.errors import UserError
 from harness.paths import cache_dir, data_dir, data_dir_label, data_relative, shown_path
@@ -128,8 +128,7 @@ class PathfinderTask:
                 arrays.update({f"{name}_images": batch.images, f"{name}_labels": batch.labels})
             return arrays
 
-        arrays, cached = cached_arrays(path, [f"{name}_{key}" for name in SPLITS for key in keys], make)
-        splits = {name: {key: arrays[f"{name}_{key}"] for key in keys} for name in SPLITS}
+        splits, cached = cached_splits(path, SPLITS, keys, make)
         label = (f"generator: Pathfinder-32 {self.difficulty} (contour length {settings.contour_length}) "
                  f"v{GENERATOR_VERSION}, seed {seed}, {sizes['train']}/{sizes['val']}/{sizes['test']} images "
                  f"({'cached' if cached else 'written'} in {shown_path(path.parent)})")
