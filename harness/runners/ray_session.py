@@ -100,6 +100,57 @@ def ray_session(num_cpus: int | None = None, log_to_driver: bool = True) -> Iter
         ray.shutdown()
 
 
+@contextmanager
+def signals_kept_through_ray_init() -> Iterator[None]:
+    """Around ``ray.init``: the SIGTERM handler in place (a sweep's, :func:`harness.runners.tune.sigterm_as_ctrl_c`)
+    stays, and it and Ctrl-C wait while Ray connects this driver. In Ray 2.60:
+
+    * ``ray.init`` installs ``sys.exit(signum)`` as the driver's SIGTERM handler, through
+      ``ray._private.utils.set_sigterm_handler`` (Ray's node and worker processes install theirs the same way),
+      and it stays after ``ray.init`` returns: a SIGTERM that landed while Ray started ended a sweep with exit code
+      15 and not a word. Inside the block that function installs nothing;
+    * a KeyboardInterrupt raised inside ``ray._private.worker.connect`` (in the Python code that ``CoreWorker``'s
+      constructor runs after its C++ part) leaves a half-built core worker, and the process ends in a segmentation
+      fault (exit code 139) as the interpreter exits. Inside the block ``connect`` runs whole and a SIGTERM or
+      Ctrl-C that came meanwhile is delivered again as it returns
+      (:func:`harness.runners.launch.signals_deferred`).
+
+    Ray's processes are still ended: by ``ray.shutdown`` when the block that started Ray ends, or by the exit
+    handlers Ray registers when its start is cut short."""
+    import ray._private.utils as ray_utils
+    import ray._private.worker as ray_worker
+
+    install, connect = ray_utils.set_sigterm_handler, ray_worker.connect
+    ray_utils.set_sigterm_handler = _handler_not_installed
+    ray_worker.connect = _whole(connect)
+    try:
+        yield
+    finally:
+        ray_utils.set_sigterm_handler, ray_worker.connect = install, connect
+
+
+def _handler_not_installed(handler: Any) -> None:
+    """Stands in for Ray's ``set_sigterm_handler`` inside :func:`signals_kept_through_ray_init`."""
+
+
+def _whole(connect: Any) -> Any:
+    """``connect`` with Ctrl-C and SIGTERM held until it returns, then the first of them delivered again."""
+    import signal
+
+    from harness.runners.launch import signals_deferred
+
+    def connect_whole(*args: Any, **kwargs: Any) -> Any:
+        came: list[int] = []
+        try:
+            with signals_deferred() as came:
+                return connect(*args, **kwargs)
+        finally:
+            if came:  # the handlers of before are back: the first signal reaches its own
+                signal.raise_signal(came[0])
+
+    return connect_whole
+
+
 def check_cluster(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
     """Fail with one line (UserError) unless a Ray cluster answers at ``address`` and accepts this process's
     token. ``auto`` (the cluster started on this machine) is left to ``ray.init``."""

@@ -75,6 +75,9 @@ never started says ``not started``, never failed; a run its stopped worker left 
 ``interrupted``, :func:`harness.runners.launch.close_killed_run`, as an interrupted ``harness bench`` stores its
 run), says that the same command resumes the sweep (completed runs
 are reported, the others resume from their checkpoints) and exits 130, as an interrupted ``harness bench``.
+A SIGTERM to the sweep's whole process group (``kill -TERM -PGID``, GNU ``timeout``) ends Ray's own processes too:
+the sweep stops without the table, with the same line and exit code, its trials' runs left as a kill leaves them
+(resumable); one moment of Ray's start is out of reach (:func:`sigterm_as_ctrl_c`).
 A local sweep whose trials can be listed before Tune runs (a grid: :func:`grid_trials`) gives Tune only the
 trials whose runs are not completed in the store, and reports the others from the store
 (:func:`split_completed`): a sweep finished before is reported without starting Ray, and one that stopped
@@ -506,8 +509,15 @@ def _outcome(results: dict[str, Any] | None, error: BaseException | None, runs_d
 
 def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
     """Run every trial of the sweep on Ray Tune; returns one row per trial (trial, run id, status, reason,
-    metrics), sorted by trial."""
-    from harness.runners.ray_session import ray_session
+    metrics), sorted by trial. From start to end, Ray's start and stop included, SIGTERM does what Ctrl-C does
+    (:func:`sigterm_as_ctrl_c`)."""
+    with sigterm_as_ctrl_c() as terminated:
+        return _run_sweep(sweep, runs_dir, terminated)
+
+
+def _run_sweep(sweep: Sweep, runs_dir: Path, terminated: list[int]) -> list[dict[str, Any]]:
+    """:func:`run_sweep` once SIGTERM is handled; ``terminated`` lists the SIGTERMs received."""
+    from harness.runners.ray_session import ray_session, signals_kept_through_ray_init
     from harness.tracking import configure_environment
 
     check_sweep(sweep)
@@ -536,7 +546,7 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
         env[WAIT_FOR_RUN] = "1"  # a config drawn twice: its second trial waits for the first (launch.claim_run)
     env.update({k: v for k, v in os.environ.items() if k.startswith("WANDB_")})
 
-    with ray_session(), sigterm_as_ctrl_c() as terminated:  # after ray.init, whose SIGTERM handler it replaces
+    with signals_kept_through_ray_init(), ray_session():  # ray.init leaves the sweep's SIGTERM handler in place
         import ray
         from ray import tune  # after ray_session has set Ray's environment
 
@@ -578,12 +588,20 @@ def run_sweep(sweep: Sweep, runs_dir: Path) -> list[dict[str, Any]]:
 
 @contextmanager
 def sigterm_as_ctrl_c() -> Iterator[list[int]]:
-    """Inside the block, SIGTERM does what Ctrl-C does at that moment: during ``tuner.fit()`` Tune's own handler ends
-    the sweep in order (its trials stopped, their runs stored as interrupted, the table printed, exit code 130),
-    elsewhere a KeyboardInterrupt. Ray's driver handler, which ``ray.init`` installs, raises ``SystemExit(1)``
-    wherever the main thread is instead, and the sweep ended with exit code 1 and not a word. Only the main thread
-    can own signal handlers; elsewhere the block changes nothing. Yields the list of the SIGTERMs received (for
-    :func:`fit_sweep`)."""
+    """Inside the block, the first SIGTERM does what Ctrl-C does at that moment and later ones are ignored (as in
+    ``harness bench``): during ``tuner.fit()`` Tune's own handler ends the sweep in order (its trials stopped, their
+    runs stored as interrupted, the table printed, exit code 130), elsewhere a KeyboardInterrupt. Ray's driver
+    handler, which ``ray.init`` installs unless :func:`~harness.runners.ray_session.signals_kept_through_ray_init`
+    keeps it out, raises ``SystemExit(15)`` wherever the main thread is instead: the sweep ended with exit code 15
+    and not a word. Only the main thread can own signal handlers; elsewhere the block changes nothing. Yields the
+    list of the SIGTERMs received (for :func:`fit_sweep`).
+
+    One moment is out of any handler's reach: a SIGTERM to the sweep's process group while ``ray.init`` connects the
+    driver (under a second of Ray's start) ends Ray's raylet while the main thread waits in Ray's core worker
+    (C++, holding the interpreter's lock) to register with it; that code ends the process, up to ten seconds
+    later, with exit code 1 and Ray's log line ``core_worker_process.cc: Failed to register worker to Raylet``, no
+    Python code having run in between. No trial has started then: the run store is as the command found it.
+    """
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received
@@ -591,6 +609,8 @@ def sigterm_as_ctrl_c() -> Iterator[list[int]]:
 
     def handler(signum: int, frame: Any) -> None:
         received.append(signum)
+        if len(received) > 1:  # the sweep is already stopping: Ray's shutdown is not cut short
+            return
         interrupt = signal.getsignal(signal.SIGINT)
         if not callable(interrupt) or not local_ray_survives():  # SIG_IGN (a background job of a script), or
             raise KeyboardInterrupt  # Ray's own processes got the SIGTERM too: Tune could not end the sweep in order
