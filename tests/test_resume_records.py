@@ -81,3 +81,30 @@ def test_a_killed_attempt_s_time_counts_in_the_run_s_wall_time(env: Any) -> None
     resumed = json.loads(path.read_text())
     assert 100 <= resumed["wall_time_s"] < 200
     assert resumed["attempts"][0]["finished_at"] is not None
+
+
+def test_a_killed_write_s_temporary_dates_the_killed_attempt_before_it_is_removed(env: Any) -> None:
+    """The last write of a killed attempt may be the temporary file of a write the kill cut short: its time ends the
+    attempt (the temporary is removed once the resumed attempt has closed the killed one)."""
+    import os
+    from datetime import UTC, datetime, timedelta
+
+    assert main(BENCH) == 0
+    (path,) = Path(env["HARNESS_RUNS_DIR"]).glob("*/*/*/results.json")
+    started = (datetime.now(UTC) - timedelta(seconds=1000)).replace(microsecond=0)
+    results = json.loads(path.read_text())
+    results["status"] = results["attempts"][-1]["status"] = "running"  # as a kill leaves them
+    results["owner"]["pid"] = 2**22 + 1
+    results["wall_time_s"] = 0.0
+    results["attempts"][-1]["started_at"] = started.strftime("%Y-%m-%dT%H:%M:%SZ")
+    path.write_text(json.dumps(results))
+    for file in path.parent.rglob("*"):
+        if file.is_file():  # every file written 10 s after the attempt started
+            os.utime(file, (started.timestamp() + 10, started.timestamp() + 10))
+    temporary = path.parent / ".last.ckpt.a1b2c3d4.tmp"  # a checkpoint write cut short 30 s after the start
+    temporary.write_bytes(b"partial")
+    os.utime(temporary, (started.timestamp() + 30, started.timestamp() + 30))
+    assert main(BENCH) == 0
+    resumed = json.loads(path.read_text())
+    assert resumed["attempts"][0]["finished_at"] == (started + timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert resumed["wall_time_s"] >= 30 and not temporary.exists()

@@ -1004,11 +1004,11 @@ def _launch(composed: Composed, force: bool, runs_dir: Path | None) -> int:
     mode = configure_environment()  # a WANDB_MODE W&B refuses is refused before the run's folder exists
     if claim_run(run, composed, force):  # completed meanwhile, by the command that held it
         return 0
-    remove_leftover_temporaries(run)
     previous = _existing(run, force, composed)
     refuse_mixed_code(composed, previous)
 
     results = _start(run, composed, prepared, previous)
+    remove_leftover_temporaries(run)  # after _start: a killed write's temporary dates its attempt's last write
     previous_wall = float(results.get("wall_time_s") or 0.0)
     started = time.perf_counter()
     print(f"run {composed.run_id} ({start_word(run, results)}; W&B {mode})", flush=True)

@@ -352,13 +352,13 @@ class StackLaunch:
             if claim_run(run, composed, self.force):
                 raise UserError(f"run {composed.run_id} completed while this stack was being built (another "
                                 "command trained it); run the same command again to train the others")
-        for _, _, run in self.todo:
-            remove_leftover_temporaries(run)
         previous = [_existing(run, self.force, composed) for composed, _, run in self.todo]
         for (composed, _, _), prev in zip(self.todo, previous, strict=True):
             refuse_mixed_code(composed, prev)
         records = [_start(run, composed, prepared, prev)
                    for (composed, prepared, run), prev in zip(self.todo, previous, strict=True)]
+        for _, _, run in self.todo:  # after _start, as a solo run (launch._launch)
+            remove_leftover_temporaries(run)
         walls = [float(r.get("wall_time_s") or 0.0) for r in records]
         ids = [composed.run_id for composed, _, _ in self.todo]
         trackers = [open_tracker(run, composed) for composed, _, run in self.todo]
