@@ -112,8 +112,8 @@ def test_a_stack_differing_in_more_than_seed_is_refused() -> None:
         check_stackable([_composed(0, "train.max_steps=5"), _composed(1, "train.max_steps=5")])
 
 
-def test_an_interrupted_stack_resumes_to_the_same_curves(stores: dict[str, Path],
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupted_stack_resumes_to_the_same_curves(stores: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(stores["root"] / "cache"))
     monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
     runs = stores["root"] / "resumed"
@@ -128,9 +128,12 @@ def test_an_interrupted_stack_resumes_to_the_same_curves(stores: dict[str, Path]
         launch_stack([_composed(seed) for seed in SEEDS[:2]], runs_dir=runs)
     assert json.loads((_run(runs, 0) / "results.json").read_text())["status"] == "interrupted"
     monkeypatch.setattr(StackedTrainer, "_end_epoch", original)
+    capsys.readouterr()  # what the interrupted stack printed
     seeds = ",".join(str(seed) for seed in SEEDS[:2])  # the same command, from the command line
     assert main(["bench", "--task", TASK, "--model", MODEL, "--profile", "smoke", "--seeds", seeds,
                  "--runs-dir", str(runs), "train.threads=1"]) == 0
+    lines = capsys.readouterr().out.splitlines()  # the data line a solo run prints, once for the stack
+    assert sum(line.startswith("data: ") for line in lines) == 1, lines
     for seed in SEEDS[:2]:  # a stack of 2 against the stack of 3: the same members, within float tolerance
         resumed, uninterrupted = _numbers(_run(runs, seed)), _numbers(_run(stores["stack"], seed))
         assert [row.keys() for row in resumed] == [row.keys() for row in uninterrupted]

@@ -8,6 +8,8 @@ out by hand, on composed configs without training:
 * no two members may be the same run (the same seed with the same data and optimiser);
 * ``train.max_steps`` is not implemented for stacks: such a config is refused;
 * each member is named by its seed and by the data and optimiser keys the members differ in;
+* a stack prints the ``data:`` line a solo run prints: once where its members read the same data, else one per
+  member, named;
 * a member resumes from scratch (0, no checkpoint), alone with the solo runner's checkpoint (``"solo"``), from the
   epochs its stacked checkpoint completed, or is only tested (``"done"``: ``max_epochs`` reached or fit stopped);
 * members whose optimiser settings differ get an optimiser each (``OptimStackedTrainer``), members of one
@@ -24,7 +26,14 @@ import pytest
 from harness.config import Composed, compose
 from harness.errors import UserError
 from harness.runners import stacked_data, stacked_launch, stacked_optim, supervised
-from harness.runners.stacked_launch import _member_key, _resume_point, check_stackable, member_names, unstackable_reason
+from harness.runners.stacked_launch import (
+    _member_key,
+    _resume_point,
+    check_stackable,
+    data_lines,
+    member_names,
+    unstackable_reason,
+)
 
 TASK, MODEL = "relations_game", "predinet"
 
@@ -66,6 +75,14 @@ def test_each_member_is_named_by_its_seed_and_the_keys_the_members_differ_in() -
     stack = [composed(0, "optim.lr=0.5"), composed(1, "optim.lr=0.003")]
     assert member_names(stack) == ["seed 0 optim.lr=0.5", "seed 1 optim.lr=0.003"]
     assert member_names([composed(0), composed(3)]) == ["seed 0", "seed 3"]
+
+
+def test_a_stack_says_its_data_once_or_per_member_where_the_members_read_different_data() -> None:
+    files = "files: $HARNESS_DATA_DIR/babi/en-10k task 2"
+    assert data_lines(["seed 0", "seed 1"], [files, files]) == [f"data: {files}"]
+    names = ["seed 0 task.tasks=[same]", "seed 0 task.tasks=[between]"]
+    assert data_lines(names, ["generated: same", "generated: between"]) == [
+        "[seed 0 task.tasks=[same]] data: generated: same", "[seed 0 task.tasks=[between]] data: generated: between"]
 
 
 @pytest.mark.parametrize(("saved", "expected"), [

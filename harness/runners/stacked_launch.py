@@ -231,6 +231,14 @@ def member_names(stack: list[Composed]) -> list[str]:
             for c, config in zip(stack, configs, strict=True)]
 
 
+def data_lines(names: list[str], sources: list[str]) -> list[str]:
+    """The ``data:`` line a solo run prints (harness/runners/build.py), for a stack: one line where its members read
+    the same data, else one per member, named as its epoch lines name it (:func:`member_names`)."""
+    if len(set(sources)) == 1:
+        return [f"data: {sources[0]}"]
+    return [f"[{name}] data: {source}" for name, source in zip(names, sources, strict=True)]
+
+
 @contextmanager
 def seed_lines(who: int | str) -> Iterator[None]:
     """Inside the block, each line printed to stdout starts with ``[seed N]`` (or ``[who]``, a member's name from
@@ -375,6 +383,7 @@ class StackLaunch:
             members.append(Member(composed.cfg, run, recorder,
                                   EpochShuffleSampler(len(data.train), seed=int(composed.cfg.seed))))
         print(f"stack of {len(members)} runs (W&B {mode}): {', '.join(ids)}", flush=True)
+        print("\n".join(data_lines(names, [str(data.source) for data in datas])), flush=True)
         started = time.perf_counter()
         summaries: dict[str, dict[str, Any]] = {}
         self.deferred: list[int] = []
