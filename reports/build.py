@@ -90,6 +90,7 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
                 f"epoch {fmt_count(best.get('epoch'))}" if best else "–",
         "stopped_by": tables.stop_rule(run) or "–",
         "same_checkpoint": _same_checkpoint(run), "reproducible": _reproducible(run),
+        "reproduce_budget": _reproduce_budget(run),
         "wall": tables.wall_time(run, _number(results.get("wall_time_s"), " s")),
         "throughput": ", ".join(f"{k} = {tables.fmt(v, 1)}" for k, v in sorted(throughput.items())) or "–",
         "data_source": results.get("data_source") or "–", "device": _device(results),
@@ -123,6 +124,15 @@ def _reproducible(run: RunRecord) -> bool:
     from harness.reproduce import refusal
 
     return refusal(run) is None
+
+
+def _reproduce_budget(run: RunRecord) -> str:
+    """What ``harness reproduce`` trains for a run its time cap did not stop (:func:`harness.reproduce.plan`): the
+    same config, without its time cap where it sets one (a run that sets none, e.g. at the smoke profile, has none
+    to lift)."""
+    from harness.reproduce import without_cap
+
+    return "the same config without its time cap" if without_cap(run) else "the same config"
 
 
 MACHINE_FIELDS = ("processor", "cpu_id", "cpu_capability", "cpus", "gpu", "gpu_tf32")

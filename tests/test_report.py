@@ -678,6 +678,26 @@ def test_a_supervised_run_page_says_what_stopped_it(tmp_path: Path) -> None:
     assert not _run_info(curriculum)["reproducible"] and not info[1]["reproducible"]  # a curriculum; failed
 
 
+def test_a_run_page_lifts_a_time_cap_in_its_reproduce_row_only_where_the_run_sets_one(tmp_path: Path) -> None:
+    """The run page's "train it again" row says what `harness reproduce` trains for a run its cap did not stop: the
+    same config without its time cap where it sets one, the same config where it sets none (a smoke run)."""
+    runs = tmp_path / "runs"
+    uncapped = write_run(runs, "babi", "lstm", 0, metrics={"test/acc": 0.9})  # max_time_s: null
+    capped = write_run(runs, "babi", "lstm", 2, metrics={"test/acc": 0.9})
+    config = yaml.safe_load((capped / "config.yaml").read_text())
+    config["train"].update({"max_time_s": 600, "max_epochs": 2})  # its 2 epochs ended it, not the cap
+    (capped / "config.yaml").write_text(yaml.safe_dump(config))
+    out = tmp_path / "site"
+    build_report(runs, out, results_dir=None)
+
+    def row(run: Path) -> str:
+        page = (out / "runs" / f"{run.name}.html").read_text()
+        return re.sub(r"<[^>]+>", "", re.search(r"<th>train it again</th>.*?</tr>", page).group(0))
+
+    assert f"harness reproduce {uncapped.name} (the same config, then every figure" in row(uncapped)
+    assert f"harness reproduce {capped.name} (the same config without its time cap, then" in row(capped)
+
+
 def test_a_time_cap_that_is_not_a_tenth_of_a_minute_is_said_in_seconds(tmp_path: Path) -> None:
     """A cap of 430 s (the all-tasks TPR-RNN run's) reads "430-second cap", not "7.16667-minute cap"; caps in whole
     tenths of a minute keep their minutes ("4.5-minute cap")."""
