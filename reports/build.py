@@ -90,7 +90,7 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
                 f"epoch {fmt_count(best.get('epoch'))}" if best else "–",
         "stopped_by": tables.stop_rule(run) or "–",
         "same_checkpoint": _same_checkpoint(run), "reproducible": _reproducible(run),
-        "reproduce_budget": _reproduce_budget(run),
+        "reproduce_budget": _reproduce_budget(run), "reproduce_elsewhere": _reproduces_itself(run),
         "wall": tables.wall_time(run, _number(results.get("wall_time_s"), " s")),
         "throughput": ", ".join(f"{k} = {tables.fmt(v, 1)}" for k, v in sorted(throughput.items())) or "–",
         "data_source": results.get("data_source") or "–", "device": _device(results),
@@ -133,6 +133,15 @@ def _reproduce_budget(run: RunRecord) -> str:
     from harness.reproduce import without_cap
 
     return "the same config without its time cap" if without_cap(run) else "the same config"
+
+
+def _reproduces_itself(run: RunRecord) -> bool:
+    """Whether ``harness reproduce`` would compose the very run it checks in the store that holds it (a run of your
+    store that its cap did not stop and that sets no cap to lift): it refuses that, and trains it into another store
+    (``--runs-dir``)."""
+    from harness.reproduce import without_cap
+
+    return run.origin == YOURS and tables.capped_budget(run) is None and not without_cap(run)
 
 
 MACHINE_FIELDS = ("processor", "cpu_id", "cpu_capability", "cpus", "gpu", "gpu_tf32")

@@ -680,7 +680,8 @@ def test_a_supervised_run_page_says_what_stopped_it(tmp_path: Path) -> None:
 
 def test_a_run_page_lifts_a_time_cap_in_its_reproduce_row_only_where_the_run_sets_one(tmp_path: Path) -> None:
     """The run page's "train it again" row says what `harness reproduce` trains for a run its cap did not stop: the
-    same config without its time cap where it sets one, the same config where it sets none (a smoke run)."""
+    same config without its time cap where it sets one, the same config where it sets none (a smoke run); the
+    latter, a run of your store, into another store, as reproduce refuses to compose the very run it checks."""
     runs = tmp_path / "runs"
     uncapped = write_run(runs, "babi", "lstm", 0, metrics={"test/acc": 0.9})  # max_time_s: null
     capped = write_run(runs, "babi", "lstm", 2, metrics={"test/acc": 0.9})
@@ -694,7 +695,8 @@ def test_a_run_page_lifts_a_time_cap_in_its_reproduce_row_only_where_the_run_set
         page = (out / "runs" / f"{run.name}.html").read_text()
         return re.sub(r"<[^>]+>", "", re.search(r"<th>train it again</th>.*?</tr>", page).group(0))
 
-    assert f"harness reproduce {uncapped.name} (the same config, then every figure" in row(uncapped)
+    assert f"harness reproduce {uncapped.name} --runs-dir DIR (the same config, trained in another run store DIR" \
+        in row(uncapped)
     assert f"harness reproduce {capped.name} (the same config without its time cap, then" in row(capped)
 
 

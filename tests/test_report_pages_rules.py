@@ -160,8 +160,11 @@ def test_a_stack_member_and_a_run_reproduce_takes_say_so_on_their_page() -> None
     stacked = _page(_run(results={"stack": members}))
     assert "one of 2 seeds trained together" in _row(stacked, "trained in a stack")
     assert "<tr><th>trained in a stack</th>" not in _page(_run())
-    single = _run(config={"seed": 0, "task": {"name": "babi"}, "model": {"name": "lstm"}})
+    config = {"seed": 0, "task": {"name": "babi"}, "model": {"name": "lstm"}}
+    single = _run(config=config, origin=REFERENCE)
     assert _row(_page(single), "train it again").startswith("<code>harness reproduce babi-lstm-cpu-s0-a</code>")
+    yours = _run(config=config)  # no cap to lift: its command composes this very run, which reproduce refuses
+    assert _row(_page(yours), "train it again").startswith("<code>harness reproduce babi-lstm-cpu-s0-a --runs-dir DIR")
     assert "<tr><th>train it again</th>" not in _page(_run())  # a curriculum run: reproduce refuses it
 
 
