@@ -1016,7 +1016,8 @@ def rl_summary(run: RunRecord) -> dict[str, Any] | None:
     rows += [
         {"name": "episode return", "eval": fmt(last_value(run, RETURN), 2),
          "train": fmt(last_value(run, "train/episode_return"), 2)},
-        {"name": "episode length", "eval": "–", "train": fmt(last_value(run, "train/episode_len"), 1)},
+        {"name": "episode length", "eval": fmt(last_value(run, "eval/episode_len"), 1),  # runs from before it: –
+         "train": fmt(last_value(run, "train/episode_len"), 1)},
         {"name": "episodes", "eval": fmt_count(last_value(run, "eval/episodes")),
          "train": fmt_count(last_value(run, "train/episodes"))},
     ]

@@ -4,8 +4,8 @@ documented rule, on scripted boards whose outcome is a function of their seed:
 * board i of a run with seed s is the env seeded ``levels + s * 10**4 + i`` (``TEST_LEVELS`` = 10**6 for the final
   evaluation, ``SELECT_LEVELS`` = 2 * 10**6 for the selection rounds), played in waves of up to ``EVAL_BOARDS``;
 * an episode's return is the sum of its rewards up to its end (terminated or truncated) or ``max_steps`` steps,
-  whichever comes first; nothing a vector env's board yields after its episode ended (gymnasium's autoreset, Towers
-  et al. 2024, "Gymnasium", ``gymnasium.vector.VectorEnv``) counts;
+  whichever comes first, and its length the steps it played up to then; nothing a vector env's board yields after
+  its episode ended (gymnasium's autoreset, Towers et al. 2024, "Gymnasium", ``gymnasium.vector.VectorEnv``) counts;
 * an episode's win is ``info["win"]`` at its end; one still running after ``max_steps`` steps is lost, and the win
   rate is over all episodes (overall and per puzzle type, the type read at reset);
 * actions are sampled from the softmax of the policy's logits over the actions, with the module in eval mode.
@@ -99,15 +99,16 @@ class _Policy:
 
 def _by_hand(episodes: int, max_steps: int, seed: int, levels: int) -> dict[str, float]:
     """The documented rule, one board at a time, for a policy that always takes action 1 (pays 2 a step)."""
-    returns, wins, puzzles = [], [], []
+    returns, lengths, wins, puzzles = [], [], [], []
     for i in range(episodes):
         board = levels + seed * 10**4 + i
         steps = min(_length(board), max_steps)
         returns.append(2.0 * steps)
+        lengths.append(steps)  # an episode cut by max_steps counts the steps it played
         wins.append(_length(board) <= max_steps and _win(board) and not _truncates(board))
         puzzles.append(_puzzle(board))
-    out = {"eval/episode_return": sum(returns) / episodes, "eval/episodes": float(episodes),
-           "eval/win_rate": sum(wins) / episodes}
+    out = {"eval/episode_return": sum(returns) / episodes, "eval/episode_len": sum(lengths) / episodes,
+           "eval/episodes": float(episodes), "eval/win_rate": sum(wins) / episodes}
     for puzzle in sorted(set(puzzles)):
         mine = [w for w, p in zip(wins, puzzles, strict=True) if p == puzzle]
         out[f"eval/win_rate/{puzzle}"] = sum(mine) / len(mine)

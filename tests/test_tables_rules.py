@@ -84,3 +84,15 @@ def test_an_attempt_left_running_and_resumed_by_a_later_one_is_listed_as_killed(
                                                           ("completed", "2026-11-27T01:32:29Z")]
     (row,) = _provenance({"attempts": [killed]})["attempts"]
     assert (row["status"], row["finished"]) == ("running", "–")
+
+
+def test_an_rl_runs_evaluation_gives_its_episode_length_and_a_run_from_before_it_a_dash():
+    from reports.tables import rl_summary
+
+    metrics = {"eval/episode_return": 9.0, "eval/episodes": 20.0, "train/episode_len": 31.25}
+    rows = {row["name"]: row for row in rl_summary(run_record(task="boxworld", results={
+        "metrics": {**metrics, "eval/episode_len": 12.5}, "env_steps": 100}))["rows"]}
+    assert (rows["episode length"]["eval"], rows["episode length"]["train"]) == ("12.5", "31.2")
+    before = {row["name"]: row for row in rl_summary(run_record(task="boxworld", results={
+        "metrics": metrics, "env_steps": 100}))["rows"]}
+    assert before["episode length"]["eval"] == "–"

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-Outcome = tuple[float, bool | None, str | None]  # (return, win or None, puzzle type)
+Outcome = tuple[float, bool | None, str | None, int]  # (return, win or None, puzzle type, steps played)
 EVAL_BOARDS = 32  # boards played at once
 TEST_LEVELS = 10**6  # the final evaluation's boards: seeds TEST_LEVELS + seed * 10**4 + i
 SELECT_LEVELS = 2 * 10**6  # the selection rounds' boards: seeds SELECT_LEVELS + seed * 10**4 + i
@@ -29,9 +29,10 @@ def first_level(levels: int, seed: int) -> int:
 def evaluate(module: Any, task: Any, episodes: int, max_steps: int, seed: int,
              levels: int = TEST_LEVELS) -> dict[str, float]:
     """Play ``episodes`` episodes with ``module``'s policy on boards ``first_level(levels, seed) + i``:
-    ``eval/episode_return``, ``eval/episodes`` and, for envs that report wins, ``eval/win_rate`` (overall and
-    ``eval/win_rate/<puzzle type>``). The action sampler is seeded with ``seed``, so two policies played with
-    the same arguments meet the same boards and the same random numbers."""
+    ``eval/episode_return``, ``eval/episode_len`` (steps an episode lasted, up to ``max_steps``), ``eval/episodes``
+    and, for envs that report wins, ``eval/win_rate`` (overall and ``eval/win_rate/<puzzle type>``). The action
+    sampler is seeded with ``seed``, so two policies played with the same arguments meet the same boards and the
+    same random numbers."""
     import torch
 
     if episodes <= 0:
@@ -106,9 +107,11 @@ def _play_wave(task: Any, act: Any, boards: int, first_seed: int, max_steps: int
         puzzles = [None if p is None else str(p) for p in infos["puzzle_type"]]
     totals, wins = np.zeros(boards), [None] * boards
     running = np.ones(boards, dtype=bool)
+    lengths = np.zeros(boards, dtype=np.int64)  # steps each board's episode has played
     for _ in range(max_steps):
         obs, rewards, terminated, truncated, infos = env.step(act(obs))
         totals += np.where(running, rewards, 0.0)
+        lengths += running
         ended = running & (terminated | truncated)
         for board in np.flatnonzero(ended):
             win = infos["win"][board] if "win" in infos else None
@@ -117,11 +120,12 @@ def _play_wave(task: Any, act: Any, boards: int, first_seed: int, max_steps: int
         if not running.any():
             break
     env.close()
-    return [(float(totals[i]), wins[i], puzzles[i]) for i in range(boards)]
+    return [(float(totals[i]), wins[i], puzzles[i], int(lengths[i])) for i in range(boards)]
 
 
 def _summarise(outcomes: list[Outcome], episodes: int, reports_wins: bool) -> dict[str, float]:
-    out = {"eval/episode_return": float(np.mean([o[0] for o in outcomes])), "eval/episodes": float(episodes)}
+    out = {"eval/episode_return": float(np.mean([o[0] for o in outcomes])),
+           "eval/episode_len": float(np.mean([o[3] for o in outcomes])), "eval/episodes": float(episodes)}
     if reports_wins or any(o[1] is not None for o in outcomes):
         # an env with wins: an episode unfinished after max_steps is lost
         out["eval/win_rate"] = float(np.mean([bool(o[1]) for o in outcomes]))
