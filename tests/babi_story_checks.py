@@ -29,7 +29,8 @@ REAL_DIR = Path(os.environ.get("BABI_REAL_DIR", SHARED_DATA / "babi"))  # $HARNE
 # regexes: groups of names and the statements of the people-rooms-objects tasks
 
 ACTOR = "(Mary|John|Sandra|Daniel)"
-ROOM = "(bathroom|bedroom|garden|hallway|kitchen|office)"
+ROOMS = ("bathroom", "bedroom", "garden", "hallway", "kitchen", "office")
+ROOM = f"({'|'.join(ROOMS)})"
 OBJ = "(apple|football|milk)"
 GO = "(?:moved to|went to|went back to|journeyed to|travelled to)"
 TAKE_VERB = "(?:got|took|grabbed|picked up)"
@@ -115,6 +116,11 @@ def parse(lines: list[str], space_before_tab: bool, distinct_supports: bool = Tr
                 assert len(set(line.support)) == len(line.support), f"repeated support id: {raw!r}"
         stories[-1].append(line)
     return stories
+
+
+def question_count(stories: Stories) -> int:
+    """How many questions the stories hold."""
+    return sum(line.is_question for story in stories for line in story)
 
 
 def questions(lines: list[str]) -> list[str]:
@@ -270,6 +276,12 @@ def max_gap(p: Mapping[K, float], q: Mapping[K, float]) -> float:
 def answer_distribution(stories: Stories) -> dict[str, float]:
     """The share of each answer among the questions."""
     return distribution([line.answer for story in stories for line in story if line.is_question])
+
+
+def support_cases(supports: Mapping[int, int]) -> list[tuple[int, int]]:
+    """The (task, k) pairs of the support-distance tests: every task of ``supports`` with each k below its number
+    of supporting facts."""
+    return [(task, k) for task, n in supports.items() for k in range(n)]
 
 
 def support_distances(stories: Stories, k: int) -> dict[int, float]:

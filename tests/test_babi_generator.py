@@ -26,6 +26,7 @@ from tests.babi_story_checks import (
     GO,
     MOVE,
     ROOM,
+    ROOMS,
     THEN,
     WHERE_IS_ACTOR,
     Line,
@@ -41,7 +42,7 @@ from tests.babi_story_checks import parse as parse_format
 
 TASKS = [1, 6, 11, 12]  # the four-people-six-rooms tasks; 2, 3, 15 and 16: tests/test_babi_generator_more.py
 ACTORS = {"Mary": "she", "Sandra": "she", "John": "he", "Daniel": "he"}
-LOCATIONS = {"bathroom", "bedroom", "garden", "hallway", "kitchen", "office"}
+LOCATIONS = set(ROOMS)
 OBJECTS = {"apple", "football", "milk"}
 DATA_DIR = Path(
     os.environ.get("HARNESS_DATA_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "data")
