@@ -24,9 +24,10 @@ MLP``) or a reason. Out-of-tree code can add entries with
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -349,22 +350,10 @@ class Registry:
 
     # lookup ----------------------------------------------------------------------------------
     def task(self, name: str) -> TaskSpec:
-        tasks = self.tasks
-        if name not in tasks:
-            raise UserError(
-                f"unknown task '{name}'{did_you_mean(name, tasks)}; known tasks: {', '.join(sorted(tasks))}"
-                f"{self._undeclared_task(name)}"
-            )
-        return tasks[name]
+        return _lookup("task", name, self.tasks, self._undeclared_task)
 
     def model(self, name: str) -> ModelSpec:
-        models = self.models
-        if name not in models:
-            raise UserError(
-                f"unknown model '{name}'{did_you_mean(name, models)}; "
-                f"known models: {', '.join(sorted(models))}{self._undeclared_model(name)}"
-            )
-        return models[name]
+        return _lookup("model", name, self.models, self._undeclared_model)
 
     def _undeclared_task(self, name: str) -> str:
         """A hint when ``tasks/<name>/`` exists but declares no task (a task is its folder's ``task.yaml``)."""
@@ -459,6 +448,18 @@ def load_entry(entry: str) -> Any:
                         f"{did_you_mean(attr, names)}") from None
 
 
+Spec = TypeVar("Spec")
+
+
+def _lookup(kind: str, name: str, specs: Mapping[str, Spec], hint: Callable[[str], str]) -> Spec:
+    """``specs[name]``; else a UserError naming the known ``kind``s, a close name and ``hint(name)`` (why a file
+    that looks like one is not read)."""
+    if name not in specs:
+        raise UserError(f"unknown {kind} '{name}'{did_you_mean(name, specs)}; "
+                        f"known {kind}s: {', '.join(sorted(specs))}{hint(name)}")
+    return specs[name]
+
+
 REGISTRY = Registry()
 
 
@@ -472,3 +473,4 @@ def register_model(spec: ModelSpec) -> ModelSpec:
     """Add a model defined outside the project tree."""
     REGISTRY.add_model(spec)
     return spec
+
