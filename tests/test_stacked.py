@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,18 +36,26 @@ def _run(runs: Path, seed: int) -> Path:
     return found
 
 
-def _numbers(run: Path) -> list[dict[str, float]]:
+def curve_numbers(run: Path) -> list[dict[str, float]]:
+    """The rows of a run's curves, as numbers (empty cells left out)."""
     return [{k: float(v) for k, v in row.items() if v != ""} for row in curves(run)]
+
+
+@contextmanager
+def training_env(root: Path) -> Iterator[None]:
+    """The environment of a module's trainings: their cache under ``root``, the shared data, no wandb."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HARNESS_CACHE_DIR", str(root / "cache"))
+        patch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
+        patch.setenv("WANDB_MODE", "disabled")
+        yield
 
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     """The smoke runs of seeds 0, 1, 2 trained alone, as one stack, and seed 0 as a stack of one."""
     root = tmp_path_factory.mktemp("stacked")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HARNESS_CACHE_DIR", str(root / "cache"))
-        patch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
-        patch.setenv("WANDB_MODE", "disabled")
+    with training_env(root):
         for seed in SEEDS:
             assert launch(_composed(seed), runs_dir=root / "solo") == 0
         assert launch_stack([_composed(seed) for seed in SEEDS], runs_dir=root / "stack") == 0
@@ -72,7 +81,7 @@ def test_a_stack_of_one_is_the_solo_run_bit_for_bit(stores: dict[str, Path]) -> 
 def test_each_member_of_a_stack_follows_its_solo_run(stores: dict[str, Path]) -> None:
     finals = []
     for seed in SEEDS:
-        solo, member = _numbers(_run(stores["solo"], seed)), _numbers(_run(stores["stack"], seed))
+        solo, member = curve_numbers(_run(stores["solo"], seed)), curve_numbers(_run(stores["stack"], seed))
         assert [row.keys() for row in solo] == [row.keys() for row in member]
         worst = max(abs(a[k] - b[k]) for a, b in zip(solo, member, strict=True) for k in a)
         assert worst < TOLERANCE, f"seed {seed}: a member's curve is {worst} off its solo run"
@@ -94,7 +103,7 @@ def test_members_stopping_at_different_epochs_leave_the_stack_as_their_solo_runs
     assert launch_stack([_composed(seed, *overrides) for seed in SEEDS], runs_dir=stacked_runs) == 0
     steps = []
     for seed in SEEDS:
-        solo, member = _numbers(_run(solo_runs, seed)), _numbers(_run(stacked_runs, seed))
+        solo, member = curve_numbers(_run(solo_runs, seed)), curve_numbers(_run(stacked_runs, seed))
         assert [row.keys() for row in solo] == [row.keys() for row in member]
         assert max(abs(a[k] - b[k]) for a, b in zip(solo, member, strict=True) for k in a) < TOLERANCE
         steps.append(json.loads((_run(stacked_runs, seed) / "results.json").read_text())["steps"])
@@ -135,7 +144,7 @@ def test_an_interrupted_stack_resumes_to_the_same_curves(stores: dict[str, Path]
     lines = capsys.readouterr().out.splitlines()  # the data line a solo run prints, once for the stack
     assert sum(line.startswith("data: ") for line in lines) == 1, lines
     for seed in SEEDS[:2]:  # a stack of 2 against the stack of 3: the same members, within float tolerance
-        resumed, uninterrupted = _numbers(_run(runs, seed)), _numbers(_run(stores["stack"], seed))
+        resumed, uninterrupted = curve_numbers(_run(runs, seed)), curve_numbers(_run(stores["stack"], seed))
         assert [row.keys() for row in resumed] == [row.keys() for row in uninterrupted]
         assert max(abs(a[k] - b[k]) for a, b in zip(resumed, uninterrupted, strict=True) for k in a) < TOLERANCE
 

@@ -20,7 +20,8 @@ from harness.runners.stacked_launch import check_stackable, launch_stack
 from harness.runners.supervised import load_checkpoint
 from harness.runners.sweep_file import load_sweep
 from harness.runners.tune import STACKED_SPACE, member_label, member_trials, trial_label, trial_overrides
-from tests.conftest import SHARED_DATA, curves, requires_loopback_only, run_cli, run_cli_loopback
+from tests.conftest import SHARED_DATA, requires_loopback_only, run_cli, run_cli_loopback
+from tests.test_stacked import curve_numbers, training_env
 
 TASK, MODEL = "relations_game", "predinet"
 POINTS = ((0, "same"), (0, "between"), (1, "same"))  # (seed, relation): seed 0 twice, on two relations
@@ -40,12 +41,8 @@ def _results(runs: Path) -> dict[tuple[int, str], tuple[Path, dict]]:
     return found
 
 
-def _numbers(run: Path) -> list[dict[str, float]]:
-    return [{k: float(v) for k, v in row.items() if v != ""} for row in curves(run)]
-
-
 def _worst(a: Path, b: Path) -> float:
-    rows_a, rows_b = _numbers(a), _numbers(b)
+    rows_a, rows_b = curve_numbers(a), curve_numbers(b)
     assert [row.keys() for row in rows_a] == [row.keys() for row in rows_b]
     return max(abs(x[k] - y[k]) for x, y in zip(rows_a, rows_b, strict=True) for k in x if "per_s" not in k)
 
@@ -68,10 +65,7 @@ def _interrupt_after_first_epoch(stack: list, runs: Path, monkeypatch: pytest.Mo
 def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     """The three smoke runs trained alone, and as one mixed stack."""
     root = tmp_path_factory.mktemp("mixed")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HARNESS_CACHE_DIR", str(root / "cache"))
-        patch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
-        patch.setenv("WANDB_MODE", "disabled")
+    with training_env(root):
         for seed, relation in POINTS:
             assert launch(_composed(seed, relation), runs_dir=root / "solo") == 0
         assert launch_stack([_composed(seed, relation) for seed, relation in POINTS], runs_dir=root / "stack") == 0
@@ -96,7 +90,7 @@ def test_each_member_of_a_mixed_stack_follows_its_solo_run_on_its_own_data(store
         assert any("real_between" in name for name in stack[0, "between"][1]["metrics"])
     assert not any("real_between" in name for name in stack[0, "same"][1]["metrics"])
     # seed 0 on two relations: two different runs (a member that read the other's data would match it instead)
-    same, between = (_numbers(stack[0, relation][0]) for relation in ("same", "between"))
+    same, between = (curve_numbers(stack[0, relation][0]) for relation in ("same", "between"))
     losses = [[row["train/epoch_loss"] for row in rows if "train/epoch_loss" in row] for rows in (same, between)]
     assert all(abs(a - b) > 1e-3 for a, b in zip(*losses, strict=True)), losses
 
@@ -258,8 +252,8 @@ def test_members_with_their_own_optimiser_settings_follow_their_solo_runs(stores
     for name in OPTIM_POINTS:
         worst = _worst(solo[name], stacked[name])
         assert worst < TOLERANCE, f"{name}: a member's curve is {worst} off its solo run"
-        lrs = [row["lr"] for row in _numbers(stacked[name]) if "lr" in row]
-        assert lrs == [row["lr"] for row in _numbers(solo[name]) if "lr" in row] and lrs, name  # its own schedule
+        lrs = [row["lr"] for row in curve_numbers(stacked[name]) if "lr" in row]
+        assert lrs == [row["lr"] for row in curve_numbers(solo[name]) if "lr" in row] and lrs, name  # its own schedule
         # its optimiser's state where the best checkpoint was taken is its solo run's, in the solo format
         states = [load_checkpoint(run / "checkpoints" / "best.ckpt")["optimizer_states"][0]
                   for run in (solo[name], stacked[name])]
@@ -269,7 +263,7 @@ def test_members_with_their_own_optimiser_settings_follow_their_solo_runs(stores
             for key, value in entry.items():
                 other = states[1]["state"][index][key]
                 assert torch.allclose(torch.as_tensor(value), torch.as_tensor(other), atol=TOLERANCE), (name, key)
-    assert {_numbers(stacked[name])[0]["lr"] for name in OPTIM_POINTS} == {0.01, 0.05, 0.0001}
+    assert {curve_numbers(stacked[name])[0]["lr"] for name in OPTIM_POINTS} == {0.01, 0.05, 0.0001}
 
     # interrupted after its first epoch, the same stack resumes to the same curves
     runs = root / "optim_resumed"
