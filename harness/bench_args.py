@@ -8,7 +8,9 @@ value is refused before anything is measured, in one line on stderr with exit co
     args = parser.parse_args(argv)
     check_device(parser, args.device)   # "cuda" on a machine whose torch sees no GPU
 
-torch is imported only by :func:`check_device`, and only for a CUDA device.
+torch is imported only by :func:`check_device`, for a CUDA device, and by :func:`parse_timing_arguments`, which
+sets up the step-timing benchmarks (``--repeats``, ``--warmup``, ``--threads``, ``--device``:
+:func:`add_timing_arguments`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from harness.cli import HarnessParser
+
+if TYPE_CHECKING:
+    import torch
 
 
 def bench_parser(module: str, description: str) -> HarnessParser:
@@ -63,3 +69,27 @@ def check_device(parser: argparse.ArgumentParser, device: str) -> None:
     if index and int(index) >= count:
         parser.error(f"--device {device}: this machine's torch sees {count} CUDA GPU{'s' if count > 1 else ''} "
                      f"(cuda:0 to cuda:{count - 1})")
+
+
+def add_timing_arguments(parser: argparse.ArgumentParser, repeats: int, warmup: int, threads: int,
+                         threads_help: str) -> None:
+    """The options of a step-timing benchmark, with its defaults: ``--repeats`` timed steps after ``--warmup``
+    untimed ones, on ``--threads`` torch threads and ``--device``."""
+    parser.add_argument("--repeats", type=at_least(1), default=repeats)
+    parser.add_argument("--warmup", type=at_least(0), default=warmup)
+    parser.add_argument("--threads", type=at_least(1), default=threads, help=threads_help)
+    parser.add_argument("--device", type=device_name, default="cpu", help="cpu, cuda or cuda:N")
+
+
+def parse_timing_arguments(parser: argparse.ArgumentParser,
+                           argv: list[str] | None) -> tuple[argparse.Namespace, torch.device]:
+    """The arguments of a step-timing benchmark (:func:`add_timing_arguments`) and their device, checked; torch set
+    to ``--threads`` threads and seeded with 0."""
+    args = parser.parse_args(argv)
+    check_device(parser, args.device)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    return args, device

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import torch
 
-from harness.bench_args import at_least, bench_parser, check_device, device_name
+from harness.bench_args import add_timing_arguments, at_least, bench_parser, parse_timing_arguments
 from models.agents.shell import AgentShell
 from models.relational.shipped import shipped_model_cfg
 from models.step_timing import median_step_ms, step_gflop
@@ -66,15 +66,8 @@ def time_steps(agents: dict[str, AgentShell], batch: int, repeats: int, warmup: 
 def main(argv: list[str] | None = None) -> dict[str, object]:
     parser = bench_parser("models.agents.bench_agents", __doc__.split("\n\n")[0])
     parser.add_argument("--batch-sizes", type=at_least(1), nargs="+", default=[1280, 256])
-    parser.add_argument("--repeats", type=at_least(1), default=10)
-    parser.add_argument("--warmup", type=at_least(0), default=3)
-    parser.add_argument("--threads", type=at_least(1), default=2, help="torch intra-op threads (CPU)")
-    parser.add_argument("--device", type=device_name, default="cpu", help="cpu, cuda or cuda:N")
-    args = parser.parse_args(argv)
-    check_device(parser, args.device)
-    torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
-    torch.manual_seed(0)
+    add_timing_arguments(parser, repeats=10, warmup=3, threads=2, threads_help="torch intra-op threads (CPU)")
+    args, device = parse_timing_arguments(parser, argv)
     agents = {name: AgentShell(shipped_model_cfg(name), None, OBSERVATION, NUM_ACTIONS).to(device) for name in AGENTS}
     figures: dict[str, object] = {"device": str(device), "threads": args.threads, "observation": list(OBSERVATION),
                                   "repeats": args.repeats, "torch": torch.__version__, "ms": {}, "ratio": {},

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from harness.bench_args import at_least, bench_parser, check_device, device_name
+from harness.bench_args import add_timing_arguments, at_least, bench_parser, parse_timing_arguments
 from models.relational.image_model import ImageRelationalModel
 from models.relational.shipped import shipped_model_cfg
 from models.step_timing import median_step_ms
@@ -52,15 +52,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser = bench_parser("models.relational.bench_models", __doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--batch-size", type=at_least(1), default=10)
-    parser.add_argument("--repeats", type=at_least(1), default=200)
-    parser.add_argument("--warmup", type=at_least(0), default=20)
-    parser.add_argument("--threads", type=at_least(1), default=1, help="torch intra-op threads (CPU); runs use 1")
-    parser.add_argument("--device", type=device_name, default="cpu", help="cpu, cuda or cuda:N")
-    args = parser.parse_args(argv)
-    check_device(parser, args.device)
-    torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
-    torch.manual_seed(0)
+    add_timing_arguments(parser, repeats=200, warmup=20, threads=1,
+                         threads_help="torch intra-op threads (CPU); runs use 1")
+    args, device = parse_timing_arguments(parser, argv)
     info = {"image_shape": IMAGE_SHAPE, "num_classes": 2, "num_tasks": 1}
     models = {name: ImageRelationalModel(shipped_model_cfg(name), info).to(device) for name in args.models}
     ms = time_steps(models, args.batch_size, args.repeats, args.warmup, device)
