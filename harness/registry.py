@@ -207,6 +207,19 @@ def _check_sections(data: dict[str, Any], path: Path) -> None:
             raise UserError(f"{project_path(path)}: '{section}' must be a mapping")
 
 
+def _read_spec_file(path: Path, keys: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A task or model file's sections, checked, and its spec section, whose keys must be among ``keys``."""
+    data = load_yaml_mapping(path)
+    _check_sections(data, path)
+    return data, _check_spec_keys(data.get("spec") or {}, keys, path)
+
+
+def _file_sections(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """The fields a task or model spec takes from its file as a whole: the file and its other sections."""
+    return {"source": path, "config": data.get("config") or {}, "profiles": data.get("profiles") or {},
+            "schema": data.get("schema") or {}}
+
+
 def _entry_form(value: Any, key: str, path: Path, optional: bool = False) -> str:
     """A spec's ``module:Name`` reference (``key`` names it in messages), checked for its form only: nothing is
     imported until a run needs it (:func:`load_entry`), so a malformed one is caught by ``harness list`` too."""
@@ -226,9 +239,7 @@ def well_formed_entry(text: str) -> bool:
 
 
 def task_spec_from_yaml(path: Path) -> TaskSpec:
-    data = load_yaml_mapping(path)
-    _check_sections(data, path)
-    spec = _check_spec_keys(data.get("spec") or {}, TASK_SPEC_KEYS, path)
+    data, spec = _read_spec_file(path, TASK_SPEC_KEYS)
     interface = _require(spec, "interface", path)
     kind = spec.get("kind", "supervised")
     if interface not in INTERFACES:
@@ -246,17 +257,12 @@ def task_spec_from_yaml(path: Path) -> TaskSpec:
         paper=spec.get("paper", ""),
         data_check=_entry_form(spec.get("data_check", ""), "data_check", path, optional=True),
         describe=_entry_form(spec.get("describe", ""), "describe", path, optional=True),
-        source=path,
-        config=data.get("config") or {},
-        profiles=data.get("profiles") or {},
-        schema=data.get("schema") or {},
+        **_file_sections(path, data),
     )
 
 
 def model_spec_from_yaml(path: Path) -> ModelSpec:
-    data = load_yaml_mapping(path)
-    _check_sections(data, path)
-    spec = _check_spec_keys(data.get("spec") or {}, MODEL_SPEC_KEYS, path)
+    data, spec = _read_spec_file(path, MODEL_SPEC_KEYS)
     interfaces = spec.get("interfaces") or {}
     unknown = sorted(set(interfaces) - set(INTERFACES))
     if unknown:
@@ -277,10 +283,7 @@ def model_spec_from_yaml(path: Path) -> ModelSpec:
         kinds=tuple(kinds),
         paper=spec.get("paper", ""),
         core=_entry_form(spec.get("core", ""), "core", path, optional=True),
-        source=path,
-        config=data.get("config") or {},
-        profiles=data.get("profiles") or {},
-        schema=data.get("schema") or {},
+        **_file_sections(path, data),
     )
 
 
@@ -473,4 +476,3 @@ def register_model(spec: ModelSpec) -> ModelSpec:
     """Add a model defined outside the project tree."""
     REGISTRY.add_model(spec)
     return spec
-
