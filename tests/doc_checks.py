@@ -321,10 +321,19 @@ def module_file(module: str) -> Path | None:
     return next((file for file in (path.with_suffix(".py"), path / "__main__.py") if file.is_file()), None)
 
 
+PROJECT_IMPORT = re.compile(rf"^from ((?:{'|'.join(PROJECT_FOLDERS)})(?:\.\w+)+) import", re.M)
+
+
 def module_options(module: str) -> set[str]:
-    """The options a project module's source spells out (``"--trim"``): those its argument parser takes."""
+    """The options a project module's source spells out (``"--trim"``), or the source of a project module it imports
+    (a shared set of options such as :func:`harness.bench_args.add_timing_arguments`): those its parser takes."""
     file = module_file(module)
-    return set(re.findall(r"[\"'](--[\w-]+)[\"']", file.read_text())) if file else set()
+    if file is None:
+        return set()
+    text = file.read_text()
+    sources = [text, *(imported.read_text() for name in PROJECT_IMPORT.findall(text)  # not the command line's
+                       if name != "harness.cli" and (imported := module_file(name)) is not None)]
+    return {option for source in sources for option in re.findall(r"[\"'](--[\w-]+)[\"']", source)}
 
 
 def python_problems(command: Command) -> list[str]:
