@@ -47,6 +47,7 @@ KEPT_FILES = ("results.json", "config.yaml", "rollout.csv")  # rollout.csv: step
 GZIPPED_FILES = ("metrics.csv",)  # kept as <name>.gz
 KEPT_FOLDERS = ("analysis", "predictions", "pictures")
 PUBLISHABLE = ("completed", "diverged")
+SMOKE_PROFILE = "smoke"  # harness/profiles/smoke.yaml: a check that a pair runs, never a benchmark number
 STAGING_PREFIX = ".publish-"
 STAGED, REPLACED = "new", "old"  # in a staging folder: the copies to publish, the copies they replaced
 DESTINATION, READY = "to", "ready"  # in a staging folder: the store it publishes to; the mark that it is whole
@@ -57,6 +58,7 @@ class Published:
     run_id: str
     path: Path
     size: int
+    profile: str | None = None
 
 
 def store_size(root: Path) -> int:
@@ -208,7 +210,7 @@ def publish(names: list[str], runs_dir: Path | None = None, results_dir: Path = 
             published = []
             for results, target in staged:
                 final = _swap_in(staging, target, results_dir)
-                published.append(Published(str(results["run_id"]), final, store_size(final)))
+                published.append(Published(str(results["run_id"]), final, store_size(final), results.get("profile")))
             return published
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -280,8 +282,12 @@ def _finish_one(staging: Path, results_dir: Path) -> list[Path]:
 
 
 def describe(published: list[Published], results_dir: Path = RESULTS_DIR) -> str:
+    """What was published, the store's size against its budget, and a note for each smoke-profile run (a reference
+    store is read as benchmark numbers; the report sets such a run beside no published one)."""
     lines = [f"published {p.run_id} ({p.size / 1024:.0f} KiB) -> {p.path}" for p in published]
     lines.append(f"{results_dir}: {store_size(results_dir) / 2**20:.2f} MiB of {BUDGET_BYTES / 2**20:.0f} MiB")
+    lines += [f"note: {p.run_id} is a {SMOKE_PROFILE}-profile run (a few batches), a check that the pair runs: the "
+              "report shows it beside no published number" for p in published if p.profile == SMOKE_PROFILE]
     return "\n".join(lines)
 
 

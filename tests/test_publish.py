@@ -13,7 +13,7 @@ import pytest
 
 from harness.cli import main
 from harness.errors import UserError
-from harness.publish import BUDGET_BYTES, PUBLISHABLE, RESULTS_DIR, publish, store_size
+from harness.publish import BUDGET_BYTES, PUBLISHABLE, RESULTS_DIR, Published, describe, publish, store_size
 
 SMOKE = ["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke"]
 
@@ -39,7 +39,8 @@ def test_publish_copies_a_completed_run_without_checkpoints(env, tmp_path, capsy
     assert kept == ["predictions.csv.gz", "summary.json", "wrong.json"]
     assert json.loads((copy / "results.json").read_text()) == json.loads((run / "results.json").read_text())
     assert gzip.decompress((copy / "metrics.csv.gz").read_bytes()) == (run / "metrics.csv").read_bytes()
-    assert "published" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "published" in said and f"note: {run.name} is a smoke-profile run" in said  # not a benchmark number
     packed = (copy / "metrics.csv.gz").read_bytes()
     again = publish([str(run)], runs, store)  # by directory; replaces the earlier copy
     assert [p.run_id for p in again] == [run.name] and len(list(store.glob("*/*/*/results.json"))) == 1
@@ -161,3 +162,10 @@ def test_a_run_is_not_published_onto_itself(tmp_path):
     assert [p.run_id for p in publish([run.name], store, tmp_path / "results")] == [run.name]
     published = tmp_path / "results"
     assert [p.run_id for p in publish([run.name], published, published)] == [run.name]  # in place, already published
+
+
+def test_only_smoke_profile_runs_get_the_note(tmp_path):
+    runs = [Published("a-cpu", tmp_path, 1, "cpu"), Published("b-smoke", tmp_path, 1, "smoke"),
+            Published("c-old", tmp_path, 1)]
+    notes = [line for line in describe(runs, tmp_path).splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and notes[0].startswith("note: b-smoke is a smoke-profile run")
