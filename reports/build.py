@@ -144,8 +144,19 @@ def _reproduces_itself(run: RunRecord) -> bool:
     return run.origin == YOURS and tables.capped_budget(run) is None and not without_cap(run)
 
 
-MACHINE_FIELDS = ("processor", "cpu_id", "cpu_capability", "cpus", "gpu", "gpu_tf32")
+MACHINE_FIELDS = ("processor", "cpu_id", "cpu_capability", "cpus", "torch_threads", "gpu", "gpu_tf32")
 """What a run page shows of each attempt's machine (harness/provenance.py machine_info)."""
+MACHINE_COUNTS = {"cpus": "CPU", "torch_threads": "torch thread"}
+"""The fields that are counts, shown with what they count (``2 CPUs``, ``1 torch thread``)."""
+
+
+def _machine_text(machine: dict[str, Any]) -> str:
+    """An attempt's machine in one line: its named fields in :data:`MACHINE_FIELDS` order, counts with their unit."""
+    def shown(key: str, value: Any) -> str:
+        unit = MACHINE_COUNTS.get(key)
+        return f"{value} {unit}{'' if value == 1 else 's'}" if unit else str(value)
+
+    return ", ".join(shown(key, machine[key]) for key in MACHINE_FIELDS if machine.get(key))
 
 
 def _same_checkpoint(run: RunRecord) -> str | None:
@@ -240,7 +251,7 @@ def _provenance(results: dict[str, Any]) -> dict[str, Any]:
         rows.append({"started": attempt.get("started_at") or "–", "finished": finished,
                      "status": status, "commit": str(git.get("commit") or "unknown")[:12],
                      "dirty": "dirty" if git.get("dirty") else "clean" if git.get("dirty") is False else "",
-                     "machine": ", ".join(str(machine[k]) for k in MACHINE_FIELDS if machine.get(k)),
+                     "machine": _machine_text(machine),
                      "code": attempt.get("code") or "–"})
     files = _dict(data.get("files"))
     return {"attempts": rows, "attempt_count": attempts if isinstance(attempts, int) else len(rows) or 1,

@@ -64,7 +64,7 @@ def _row(html: str, header: str) -> str:
 def test_attempts_killed_before_a_later_one_read_interrupted_and_the_last_keeps_its_status() -> None:
     attempts = [
         {"status": "running", "started_at": "t0", "finished_at": None, "git": {"commit": "0123456789abcdef0123"},
-         "machine": {"gpu": "H100", "processor": "x86_64", "cpus": 2}},
+         "machine": {"gpu": "H100", "processor": "x86_64", "cpus": 2, "torch_threads": 1}},
         {"status": "running", "started_at": "t1", "git": {"commit": "fedcba9876543210", "dirty": True},
          "machine": {"cpu_id": "Xeon"}},
     ]
@@ -72,7 +72,7 @@ def test_attempts_killed_before_a_later_one_read_interrupted_and_the_last_keeps_
     assert (rows[0]["status"], rows[0]["finished"]) == ("interrupted", "killed (no end stored)")
     assert (rows[1]["status"], rows[1]["finished"]) == ("running", "–")
     assert rows[0]["commit"] == "0123456789ab" and rows[1]["commit"] == "fedcba987654"
-    assert rows[0]["machine"] == "x86_64, 2, H100" and rows[1]["machine"] == "Xeon"
+    assert rows[0]["machine"] == "x86_64, 2 CPUs, 1 torch thread, H100" and rows[1]["machine"] == "Xeon"
     assert [row["dirty"] for row in rows] == ["", "dirty"]
     clean = build._provenance({"attempts": [{"status": "completed", "git": {"dirty": False}}]})["attempts"][0]
     assert clean["dirty"] == "clean" and clean["commit"] == "unknown"
