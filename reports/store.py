@@ -166,7 +166,8 @@ def is_setting(key: str) -> bool:
 
 ALL_OPERATIONS = ("write", "move", "backlink")
 """TPR-RNN's memory operations: every run ran all three before ``model.operations`` let Table 3's ablations
-leave some out."""
+leave some out. The model's order (``models/tpr_rnn/operations.py`` ``OPERATIONS``), copied so that the report need
+not import torch; a test keeps the two equal."""
 
 
 def canonical_operations(operations: Any) -> tuple[str, ...]:

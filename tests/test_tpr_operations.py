@@ -86,3 +86,12 @@ def test_the_sequence_core_takes_the_option():
 def test_bad_operations_are_refused(operations, message):
     with pytest.raises(ValueError, match=message):
         build("parallel", operations)
+
+
+def test_the_report_orders_the_operations_as_the_model_does():
+    """reports/store.py keeps its own copy of the order (the report does not import torch); Table 3's labels and
+    the runs from before ``model.operations`` existed rely on it being the model's."""
+    from reports.store import ALL_OPERATIONS, canonical_operations
+
+    assert ALL_OPERATIONS == OPERATIONS
+    assert canonical_operations(reversed(OPERATIONS)) == OPERATIONS
