@@ -384,6 +384,9 @@ def test_a_core_that_cannot_be_built_is_one_line_before_the_run(mistake, message
     assert err.startswith("error: toy_core (models.adapters.sequence_readers:TokenSequenceModel) on task toy_parity "
                           "could not be built: ") and err.count("\n") == 1, err
     assert message in err and "builds its core (tests.test_contributor_errors:ToyCore) as Core(cfg.model)" in err
+    # a key that no file defines says so, rather than leaving the reader to match it against in_dim and out_dim
+    assert ("reads a config key that no file defines (a model's keys are under `model` in its model file)"
+            in err) == (mistake == "typo"), err
     assert not runs.exists()
 
 

@@ -776,6 +776,9 @@ def _construction_error(composed: Composed, exc: Exception) -> UserError:
     built = (f"it reads {composed.task.interface} through models/adapters.yaml, which builds its core "
              f"({core}) as Core(cfg.model), with int attributes in_dim and out_dim" if core
              else "a supervised reader is built as Class(cfg.model, info)")
+    if isinstance(exc, (ConfigAttributeError, ConfigKeyError)):
+        where = config_lib.project_path(composed.model.source) if composed.model.source else "its model file"
+        built = f"it reads a config key that no file defines (a model's keys are under `model` in {where}); {built}"
     return UserError(f"{composed.model.name} ({entry}) on task {composed.task.name} could not be built: {said}; "
                      f"{built} (docs/contributing.md)")
 
