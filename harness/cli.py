@@ -152,7 +152,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from omegaconf import OmegaConf
 
-    from harness.runners.launch import build_and_check, prepare_checked
+    from harness.runners.build_checks import build_and_check, prepare_checked
 
     composed = _compose(args)
     prepared = prepare_checked(composed)  # what `bench` refuses before it writes anything, refused here too

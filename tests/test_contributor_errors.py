@@ -15,7 +15,7 @@ from harness.config import compose
 from harness.data import TaskData, TensorDictDataset
 from harness.errors import UserError
 from harness.registry import REGISTRY, ModelSpec, Registry, _declared_in, load_entry
-from harness.runners.launch import check_model_output
+from harness.runners.build_checks import check_model_output
 from tests.conftest import ROOT
 
 GRU = """spec:
@@ -194,7 +194,7 @@ def cut_stories() -> TaskData:
 
 
 def test_a_model_that_reads_a_fixed_number_of_statements_is_refused_cut_batches_in_one_line(capsys):
-    from harness.runners.launch import narrowest_examples
+    from harness.runners.build_checks import narrowest_examples
 
     composed, data = compose("babi", "tpr_rnn", "smoke"), cut_stories()
     assert narrowest_examples(data.val) == [2, 4]  # the shortest stories, whose batch is cut most

@@ -19,8 +19,8 @@ import torch
 
 from harness.cli import main
 from harness.errors import UserError
+from harness.runners import build, build_checks, killed_attempts, sweep_file, tune
 from harness.runners import launch as launch_module
-from harness.runners import sweep_file, tune
 from harness.runners.stacked_launch import short_vmap_reason
 from harness.runs import GONE, owner_state, run_dir
 from tests.conftest import ROOT, only_run
@@ -184,7 +184,7 @@ def test_a_stopped_sweeps_trials_are_read_from_the_run_store(tmp_path, capsys):
                          (1, {"status": "running", "owner": {"host": socket.gethostname(), "pid": _dead_pid()}})):
         trial = {"model": "mlp1", "seed": seed, "space": {}}
         composed = tune.compose_trial(sweep, trial)
-        launch_module.prepare_task(composed)  # the data fingerprint is part of the run id
+        build.prepare_task(composed)  # the data fingerprint is part of the run id
         run = run_dir("relations_game", "mlp1", composed.run_id, runs)
         run.path.mkdir(parents=True)
         run.write_results({"run_id": composed.run_id, "task": "relations_game", "model": "mlp1", **fields})
@@ -218,22 +218,22 @@ def test_a_killed_runs_record_is_closed_only_when_its_process_is_gone_and_no_one
         import fcntl
 
         fcntl.flock(locked, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a command that claimed the run meanwhile
-        assert launch_module.close_killed_run(run, "stopped") is None
+        assert killed_attempts.close_killed_run(run, "stopped") is None
     finally:
         os.close(locked)
     assert run.read_results()["status"] == "running"
-    closed = launch_module.close_killed_run(run, "stopped")
+    closed = killed_attempts.close_killed_run(run, "stopped")
     assert closed == run.read_results() and closed["status"] == "interrupted" and closed["error"] == "stopped"
-    assert closed["attempts"][0]["status"] == "interrupted" and closed["attempts"][0]["error"] == launch_module.KILLED
+    assert closed["attempts"][0]["status"] == "interrupted" and closed["attempts"][0]["error"] == killed_attempts.KILLED
     assert closed["attempts"][0]["finished_at"] == "2026-01-01T00:00:10Z" and closed["wall_time_s"] == 15.0
-    assert launch_module.close_killed_run(run, "again") is None  # interrupted already: left as it was
+    assert killed_attempts.close_killed_run(run, "again") is None  # interrupted already: left as it was
     alive = run_dir("babi", "lstm", "alive", tmp_path)
     alive.path.mkdir(parents=True)
     owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "harness"])  # a live trainer
     try:
         alive.write_results({"run_id": "alive", "task": "babi", "model": "lstm", "status": "running",
                              "owner": {"host": here, "pid": owner.pid}})
-        assert launch_module.close_killed_run(alive, "stopped") is None and alive.status == "running"
+        assert killed_attempts.close_killed_run(alive, "stopped") is None and alive.status == "running"
     finally:
         owner.kill()
         owner.wait()
@@ -291,7 +291,7 @@ def test_a_run_another_command_is_training_is_refused_before_it_writes(env, tmp_
 
     args = ["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "task.source=generator"]
     composed = compose("babi", "lstm", "smoke", ["task.source=generator"])
-    launch_module.prepare_checked(composed)  # the data fingerprint, part of the run id
+    build_checks.prepare_checked(composed)  # the data fingerprint, part of the run id
     folder = Path(env["HARNESS_RUNS_DIR"]) / "babi" / "lstm" / composed.run_id
     folder.mkdir(parents=True)
     holder = os.open(folder, os.O_RDONLY)

@@ -51,7 +51,7 @@ def test_an_unfinished_run_of_changed_code_is_not_resumed(env: Any, capsys: pyte
 def test_a_killed_attempt_is_closed_when_the_run_resumes(env: Any) -> None:
     """An attempt killed (SIGKILL) stayed ``running`` in the record for good, and the run page listed it so beside
     the attempt that completed the run."""
-    from harness.runners.launch import KILLED
+    from harness.runners.killed_attempts import KILLED
 
     assert main(BENCH) == 0
     (path,) = Path(env["HARNESS_RUNS_DIR"]).glob("*/*/*/results.json")

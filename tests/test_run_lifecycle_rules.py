@@ -1,7 +1,7 @@
-"""The life of one run (``harness/runners/launch.py``: its module docstring and those of ``close_killed_attempts``,
-``record_progress``, ``_existing``, ``already_completed``, ``claim_run``, ``diverged_advice``,
-``interrupted_after_completion`` and ``remove_leftover_temporaries``; docs/contributing.md), each checked against
-the documented rule written out by hand on a tiny run folder:
+"""The life of one run (``harness/runners/launch.py``: its module docstring and those of ``record_progress``,
+``_existing``, ``already_completed``, ``claim_run``, ``diverged_advice``, ``interrupted_after_completion`` and
+``remove_leftover_temporaries``; ``harness/runners/killed_attempts.py``: ``close_killed_attempts``;
+docs/contributing.md), each checked against the documented rule written out by hand on a tiny run folder:
 
 * a resumed run's attempts still ``running`` were killed: each becomes ``interrupted`` with the KILLED error; the
   last of them ends at the run's last file write (the largest mtime under its folder), and the time from its start
@@ -31,7 +31,8 @@ import pytest
 
 from harness.errors import UserError
 from harness.runners import launch
-from harness.runners.launch import KILLED, close_killed_attempts, record_progress
+from harness.runners.killed_attempts import KILLED, close_killed_attempts
+from harness.runners.launch import record_progress
 from harness.runs import KEPT, CurveWriter, Run, held_folder
 
 ISO = "%Y-%m-%dT%H:%M:%SZ"

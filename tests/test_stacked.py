@@ -209,7 +209,7 @@ def test_a_stack_whose_member_another_command_is_training_is_refused(tmp_path: P
     import fcntl
     import os
 
-    from harness.runners.launch import prepare_checked
+    from harness.runners.build_checks import prepare_checked
 
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))

@@ -14,7 +14,8 @@ import yaml
 
 from harness.config import compose
 from harness.errors import UserError
-from harness.runners.launch import launch, prepare_task
+from harness.runners.build import prepare_task
+from harness.runners.launch import launch
 from harness.runners.stacked_data import MixedStackedTrainer
 from harness.runners.stacked_launch import check_stackable, launch_stack
 from harness.runners.supervised import load_checkpoint

@@ -10,7 +10,7 @@ import pytest
 
 from harness.config import compose
 from harness.errors import UserError
-from harness.runners.launch import prepare_task
+from harness.runners.build import prepare_task
 from harness.runners.sweep_file import check_sweep, load_sweep
 from harness.runners.tune import member_trials, trial_overrides
 from tests.conftest import requires_loopback_only, run_cli, run_cli_loopback

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from harness import vector_math
+from harness.runners import build_checks
 from harness.runners import launch as launch_module
 from tests.conftest import ROOT
 
@@ -46,9 +47,9 @@ def test_launch_warms_vector_math_before_it_builds_anything(monkeypatch: pytest.
         calls.append("prepare_task")
         raise Stop
 
-    monkeypatch.setattr(launch_module, "warm_vector_math", lambda: calls.append("warm"))
-    monkeypatch.setattr(launch_module, "check_run_config", lambda composed: None)
-    monkeypatch.setattr(launch_module, "prepare_task", prepare)
+    monkeypatch.setattr(build_checks, "warm_vector_math", lambda: calls.append("warm"))
+    monkeypatch.setattr(build_checks, "check_run_config", lambda composed: None)
+    monkeypatch.setattr(build_checks, "prepare_task", prepare)
     composed = type("Composed", (), {"cfg": None, "task": type("Task", (), {"kind": "supervised"})()})()
     with pytest.raises(Stop):
         launch_module.launch(composed)  # type: ignore[arg-type]

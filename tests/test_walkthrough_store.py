@@ -16,7 +16,7 @@ from harness.cli import main
 from harness.config import compose
 from harness.errors import UserError
 from harness.publish import publish
-from harness.runners.launch import prepare_checked
+from harness.runners.build_checks import prepare_checked
 from harness.runners.retest import retest
 from harness.tracking import server_problem
 

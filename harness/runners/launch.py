@@ -1,8 +1,9 @@
 """The life of one run: find or create its directory, resume or skip it, train, and store the outcome.
 
-* Everything a user can get wrong is checked before the run directory exists: the config, the data (the
-  task loads it), the model (built once from the config) or, for RL, the environment and the agent; the
-  building itself, which decides the run's numbers, lives in :mod:`harness.runners.build`.
+* Everything a user can get wrong is checked before the run directory exists: the config
+  (:mod:`harness.runners.run_checks`), the data (the task loads it), the model (built once from the config,
+  :mod:`harness.runners.build_checks`) or, for RL, the environment and the agent; the building itself, which decides
+  the run's numbers, lives in :mod:`harness.runners.build`.
 * A completed run is reported, not retrained (``force=True`` retrains from scratch, whatever state the
   directory is in), also from a read-only store; a missing or damaged ``config.yaml`` of it is written again from
   the command's config, which its run id hashes (:func:`restore_config`).
@@ -10,7 +11,7 @@
   last intact checkpoint. A damaged ``results.json`` is set aside (renamed, never deleted) and the run
   resumes from its checkpoints; the runners do the same with a damaged checkpoint.
 * SIGTERM is handled like Ctrl-C: the run is stored as ``interrupted`` and the same command resumes it. While the
-  final status is written, Ctrl-C and SIGTERM wait (:func:`signals_deferred`), so a second Ctrl-C cannot leave
+  final status is written, Ctrl-C and SIGTERM wait (:mod:`harness.runners.signals`), so a second Ctrl-C cannot leave
   ``running`` behind; an unfinished attempt records the step and epoch its curve reached. A Ctrl-C that lands once
   the run is stored as completed (while its summary or predictions are written) ends the command with code 130, as
   any Ctrl-C, and a line saying that the run completed and what, if anything, is missing.
@@ -29,24 +30,17 @@ from __future__ import annotations
 import fcntl
 import importlib
 import os
-import re
 import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
-from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from harness import config as config_lib
 from harness.config import Composed
 from harness.errors import INTERRUPTED, DivergedError, UserError
-from harness.interfaces import check_task_data, named_splits
 from harness.paths import check_writable_folder
 from harness.provenance import (
     attempt_record,
@@ -58,8 +52,11 @@ from harness.provenance import (
     run_code_status,
     snapshot_code,
 )
-from harness.registry import load_entry
-from harness.runners.build import Prepared, build_before_start, prepare_task, train
+from harness.runners.build import Prepared, train
+from harness.runners.build_checks import build_and_check, prepare_checked
+from harness.runners.killed_attempts import close_killed_attempts
+from harness.runners.run_checks import check_ray_address
+from harness.runners.signals import signals_deferred, terminate_as_interrupt
 from harness.runs import (
     KEPT,
     CurveWriter,
@@ -74,7 +71,6 @@ from harness.runs import (
     run_dir,
 )
 from harness.tracking import Tracker, configure_environment
-from harness.vector_math import warm_vector_math
 
 PROTOCOLS = ("single", "curriculum")
 
@@ -103,145 +99,6 @@ def _summary_line(run: Run, results: dict[str, Any]) -> str:
             f"{f': {said}' if said else ''}\n  {run.path}")
 
 
-def check_run_config(composed: Composed) -> None:
-    """Settings that depend on each other, checked before anything is loaded or written."""
-    cfg = composed.cfg
-    check_betas(cfg)
-    check_time_cap(cfg, TIME_CAPS[composed.task.kind])
-    if composed.task.kind == "rl":
-        from harness.runners.rl import check_rl_config
-
-        check_rl_config(cfg)
-        check_ppo_minibatch(cfg)
-        return
-    if composed.task.kind == "stepwise":
-        if not cfg.stepwise.horizons:
-            raise UserError("stepwise.horizons is empty; give at least one rollout length, e.g. [10, 100]")
-        if cfg.stepwise.curriculum.enabled and cfg.stepwise.curriculum.start > cfg.stepwise.steps:
-            raise UserError(f"stepwise.curriculum.start ({cfg.stepwise.curriculum.start}) is longer than "
-                            f"stepwise.steps ({cfg.stepwise.steps}), the length it grows to")
-        check_first_recall_step(cfg)
-        check_update_freq(cfg)
-        return
-    if cfg.protocol.name == "curriculum":
-        from harness.runners.curriculum import check_protocol_config
-
-        check_protocol_config(cfg)
-    else:
-        unread = [f"protocol.{key}" for key in ("target", "pretrain") if cfg.protocol.get(key)]
-        if unread:
-            raise UserError(f"{' and '.join(unread)} {'is' if len(unread) == 1 else 'are'} read by "
-                            f"protocol.name=curriculum only, and this run's protocol is {cfg.protocol.name}: add "
-                            "protocol.name=curriculum, or name the tasks to train on with task.tasks")
-    check_protocol_tasks(composed)
-    check_monitor_mode(cfg)
-
-
-TIME_CAPS = {"supervised": "train.max_time_s", "stepwise": "stepwise.max_time_s", "rl": "rl.max_time_s"}
-
-
-def check_time_cap(cfg: Any, key: str) -> None:
-    """A time cap of 0 seconds is refused: the supervised runners read it as no cap (and trained to the end), the
-    RL and stepwise runners as one already reached; null is the way to turn the cap off."""
-    cap = OmegaConf.select(cfg, key)
-    if cap is not None and float(cap) == 0:
-        raise UserError(f"{key}=0 is a cap of no time at all: give the seconds training may take, or {key}=null "
-                        "for no cap")
-
-
-MONITOR_MODES = {"val/acc": "max", "val/loss": "min"}  # the way each monitored metric improves (train.monitor)
-
-
-def check_monitor_mode(cfg: Any) -> None:
-    """``train.monitor_mode`` agrees with ``train.monitor``: ``train.monitor=val/loss`` under the default mode
-    (max) kept the checkpoint of the highest validation loss and stopped early once the loss fell for a while."""
-    monitor, mode = str(cfg.train.monitor), str(cfg.train.monitor_mode)
-    wanted = MONITOR_MODES.get(monitor)
-    if wanted is not None and mode != wanted:
-        raise UserError(f"train.monitor={monitor} improves as it {'falls' if wanted == 'min' else 'rises'}, but "
-                        f"train.monitor_mode is {mode}: the best checkpoint would be the worst; add "
-                        f"train.monitor_mode={wanted}")
-
-
-BETA_OPTIMISERS = ("adam", "adamw", "tf1_nadam")  # harness/optim.py: the optimisers that read ``betas``
-
-
-def check_betas(cfg: Any) -> None:
-    """The schema keeps each of ``optim.betas`` (``rl.optim.betas``) in [0, 1]; a beta of 1, which an optimiser that
-    reads them refuses with a ValueError once training has started (a moment average that never leaves its
-    start), is refused here, naming the key."""
-    for section in ("optim", "rl.optim"):
-        optim = OmegaConf.select(cfg, section)
-        if optim is None or optim.get("name") not in BETA_OPTIMISERS or optim.get("betas") is None:
-            continue
-        if any(float(beta) >= 1 for beta in optim.betas):
-            raise UserError(f"bad value for '{section}.betas': {list(optim.betas)}; {optim.name} needs each beta "
-                            "below 1 (e.g. [0.9, 0.999])")
-
-
-def check_first_recall_step(cfg: Any) -> None:
-    """LSTM recall's ``task.first_recall_step`` (no recall or reminder noise before it; the forced recall at
-    ``task.length`` excepted) past every step the run trains and tests on (``stepwise.steps``,
-    ``stepwise.eval_steps``) changes nothing but the long rollouts: no trajectory would recall but the forced
-    recall, where it is reached. A mistake the task's own checks (its frozen code) do not catch, refused here in
-    one line."""
-    first = OmegaConf.select(cfg, "task.first_recall_step")
-    length = OmegaConf.select(cfg, "task.length")
-    if first is None or length is None:
-        return
-    last = max(int(cfg.stepwise.steps), int(cfg.stepwise.eval_steps or cfg.stepwise.steps))
-    if int(first) > last:
-        asked = (f"only the forced recall at step {length} would be asked" if int(length) <= last else
-                 f"no recall would be asked at all (the forced one, at step {length}, is past them too)")
-        raise UserError(f"task.first_recall_step ({first}) is past the last step the run trains and tests on "
-                        f"(stepwise.steps and eval_steps: {last}): {asked}; give at most {last}")
-
-
-def check_update_freq(cfg: Any) -> None:
-    """``stepwise.update_freq`` where it would change nothing but the run id: full BPTT takes one optimiser step a
-    trajectory whatever it says, and a trajectory never longer than ``stepwise.steps`` steps at its end anyway."""
-    freq, steps = int(cfg.stepwise.update_freq), int(cfg.stepwise.steps)
-    if cfg.stepwise.bptt and freq != 1:
-        raise UserError(f"stepwise.update_freq ({freq}) is read without stepwise.bptt only: full backpropagation "
-                        "takes one optimiser step a trajectory; leave update_freq at 1")
-    if freq > steps:
-        raise UserError(f"stepwise.update_freq ({freq}) is longer than stepwise.steps ({steps}): every trajectory "
-                        f"would take its one optimiser step at its end, as update_freq={steps} does")
-
-
-def check_ppo_minibatch(cfg: Any) -> None:
-    """PPO splits each training batch into minibatches of ``rl.ppo.minibatch_size``; one larger than the batch
-    (``rl.train_batch_size``, e.g. 200 at CartPole's ``smoke`` profile against the default 256) stops RLlib with a
-    ``ValueError`` once Ray has started, so it is refused here."""
-    rl = cfg.rl
-    if rl.algorithm != "ppo":
-        return
-    minibatch, batch = int(rl.ppo.minibatch_size), int(rl.train_batch_size)
-    if minibatch > batch:
-        raise UserError(f"rl.ppo.minibatch_size ({minibatch}) is larger than rl.train_batch_size ({batch}), the batch "
-                        f"PPO splits into minibatches: give e.g. rl.ppo.minibatch_size={max(1, batch // 2)}")
-
-
-def check_protocol_tasks(composed: Composed) -> None:
-    """The lists that name tasks as ``task.tasks`` does: ``task.task_vocabulary`` (when given) and a curriculum's
-    ``protocol.pretrain`` and ``protocol.target``. Each item is checked against what the task declares for
-    ``task.tasks`` (its choices, no repeats), so a misspelt task is refused before anything trains, naming the
-    key it was given in."""
-    from harness.schema import check_value, key_type
-
-    cfg = composed.cfg
-    if "tasks" not in cfg.task:
-        return
-    kind = key_type("task.tasks", list(cfg.task.tasks), composed.task.schema.get("task.tasks"))
-    if kind is None:
-        return
-    keys = ["task.task_vocabulary"] if cfg.task.get("task_vocabulary") is not None else []
-    if cfg.protocol.name == "curriculum":
-        keys += ["protocol.pretrain", "protocol.target"]
-    for key in keys:
-        check_value(key, list(OmegaConf.select(cfg, key) or []), kind)
-
-
 def _start(run: Run, composed: Composed, prepared: Prepared, previous: dict[str, Any] | None) -> dict[str, Any]:
     """results.json for a new attempt: a fresh record, or the previous one with an attempt appended."""
     cfg = composed.cfg
@@ -266,75 +123,6 @@ def _start(run: Run, composed: Composed, prepared: Prepared, previous: dict[str,
     return results
 
 
-KILLED = "killed: its process ended before it stored a status"
-
-
-def close_killed_attempts(run: Run, results: dict[str, Any], attempts: list[Any]) -> None:
-    """Mark the earlier attempts a resumed run's record still says are ``running`` as ``interrupted``: their process
-    was killed (this one holds the run's folder, so none of them runs it now), and the run page listed them as
-    running beside the attempt that completed the run. The last of them, the one the kill ended, is given the time
-    from its start to the run's last file write as its end, and that time is added to the run's ``wall_time_s``
-    (which a kill left without it: a run killed half way and resumed read as trained in the second half's time);
-    the time between that write and the kill is not known, so the figure is a lower bound."""
-    for index, attempt in enumerate(attempts):
-        if not (isinstance(attempt, dict) and attempt.get("status") == "running"):
-            continue
-        attempt.update(status="interrupted", error=KILLED)
-        lasted = _killed_attempt_seconds(run, attempt) if index == len(attempts) - 1 else None
-        if lasted is not None:
-            ended = datetime.fromtimestamp(_parsed_time(attempt["started_at"]) + lasted, UTC)
-            attempt["finished_at"] = ended.strftime("%Y-%m-%dT%H:%M:%SZ")
-            results["wall_time_s"] = float(results.get("wall_time_s") or 0.0) + lasted
-
-
-def close_killed_run(run: Run, error: str) -> dict[str, Any] | None:
-    """Store as ``interrupted`` (with ``error``) a run whose record says ``running`` but whose process on this host
-    has ended: a sweep's trial that Tune stopped by ending its Ray worker, which had no chance to store its status.
-    Its killed attempt is closed as a resumed run closes it (:func:`close_killed_attempts`), so the same command
-    resumes it as before. Done under the folder's lock (:func:`claim_run`), so a command that has claimed the run
-    meanwhile is left alone. Returns the results written, or None when the run was left as it was (not running,
-    still owned by a live process, claimed by one, damaged, or a store this process cannot write)."""
-    from harness.runs import owner_state
-
-    try:
-        handle = os.open(run.path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        if not run.exists() or run.damage():
-            return None
-        results = run.read_results()
-        if results.get("status") != "running" or owner_state(results) != "gone":
-            return None
-        attempts = results.get("attempts") if isinstance(results.get("attempts"), list) else []
-        close_killed_attempts(run, results, attempts)
-        results.update(status="interrupted", error=error)
-        run.write_results(results)
-        return results
-    except OSError:  # held by another process, or a store this process cannot write: left as it was
-        return None
-    finally:
-        os.close(handle)
-
-
-def _parsed_time(text: Any) -> float:
-    """Seconds since the epoch of a record's ``%Y-%m-%dT%H:%M:%SZ`` time (:func:`harness.runs.now_iso`)."""
-    return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-
-
-def _killed_attempt_seconds(run: Run, attempt: dict[str, Any]) -> float | None:
-    """Seconds from a killed attempt's start to the last write of a file in the run's folder (None when its start
-    is not recorded or nothing was written after it)."""
-    try:
-        started = _parsed_time(attempt.get("started_at"))
-    except ValueError:
-        return None
-    written = [path.stat().st_mtime for path in run.path.rglob("*") if path.is_file()]
-    last = max(written, default=started)
-    return last - started if last > started else None
-
-
 def record_started_code(results: dict[str, Any], composed: Composed) -> None:
     """The code this attempt loaded, recorded as it starts (and again as it ends, :func:`_finish`): an attempt that is
     killed leaves its code on record, which :func:`refuse_mixed_code` compares with the code that would resume it."""
@@ -357,74 +145,6 @@ def refuse_mixed_code(composed: Composed, previous: dict[str, Any] | None) -> No
         raise UserError(f"run {previous.get('run_id')} is unfinished and its last attempt ran code that has changed "
                         f"since ({', '.join(changed)}): resuming would train one run with two versions of the code; "
                         f"put that code back to resume it, or {force_hint('trains it afresh with this code')}")
-
-
-@contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """Inside the block, the first SIGTERM raises KeyboardInterrupt (as Ctrl-C does) and later ones are ignored,
-    so the run is stored as interrupted. Only the main thread can own signal handlers; elsewhere (a Ray
-    trial's thread) nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-    fired = False
-
-    def handler(signum: int, frame: Any) -> None:
-        nonlocal fired
-        if fired:
-            return
-        fired = True
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def signals_deferred() -> Iterator[list[int]]:
-    """Inside the block, Ctrl-C (SIGINT) and SIGTERM are held back instead of interrupting it (the block writes a
-    run's final status, which a second Ctrl-C must not cut short); the list it yields collects the signals that
-    came, for the caller to act on after the block. Only the main thread can own signal handlers; elsewhere
-    nothing changes."""
-    came: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield came
-        return
-    held = (signal.SIGINT, signal.SIGTERM)
-    previous = {number: signal.getsignal(number) for number in held}
-
-    def handler(signum: int, frame: Any) -> None:
-        came.append(signum)
-
-    for number in held:
-        signal.signal(number, handler)
-    try:
-        yield came
-    finally:
-        for number, before in previous.items():
-            signal.signal(number, before)
-
-
-def check_targets(data: Any, task: str = "") -> None:
-    """Every split's labels are among the task's classes (``info["num_classes"]``): a label out of range (a
-    malformed data file, or a task whose targets or num_classes are wrong) would otherwise stop the run with a
-    traceback, after its directory exists."""
-    from harness.data import TARGET
-
-    if "num_classes" not in data.info:
-        return
-    classes = int(data.info["num_classes"])
-    for name, split in named_splits(data).items():
-        target = split.tensors[TARGET]  # [N]
-        if len(target) and (int(target.min()) < 0 or int(target.max()) >= classes):
-            raise UserError(f"{f'task {task}: ' if task else ''}the {name} split has labels {int(target.min())}.."
-                            f"{int(target.max())}, outside the task's {classes} classes (0..{classes - 1}, "
-                            "info['num_classes']): its data file is malformed, or its load() gives wrong targets "
-                            "or num_classes")
 
 
 def _damaged_checkpoint(path: Path) -> str | None:
@@ -654,211 +374,6 @@ def _stack_seeds(run: Run, stack: list[Any]) -> list[int]:
     return seeds
 
 
-def prepare_checked(composed: Composed) -> Prepared:
-    """A run's settings checked, its task prepared (it checks its own settings and pins its data source) and its
-    data files checked: what ``bench`` and ``harness validate`` do first, before the data is loaded."""
-    check_run_config(composed)
-    warm_vector_math()  # before anything computes: two runs of one config agree bit for bit
-    try:
-        with refused_when_too_large(composed):  # a task may build tables of its size (Game of Life: its cells)
-            prepared = prepare_task(composed)
-    except (TypeError, AttributeError) as exc:  # the task's class does not take (cfg) or misreads it
-        said = _exception_line(exc)
-        raise UserError(f"task {composed.task.name} ({composed.task.entry}) could not be built: {said}; a task is "
-                        "built as Task(cfg), cfg the run config (its settings in cfg.task), and its describe_data(), "
-                        "if any, returns a dict with source, files and fingerprint (docs/contributing.md)") from None
-    for note in prepared.notes:
-        print(f"note: {note}", file=sys.stderr, flush=True)
-    if composed.task.data_check:
-        load_entry(composed.task.data_check)(composed.cfg.task)
-    return prepared
-
-
-def build_and_check(composed: Composed, prepared: Prepared) -> None:
-    """Load the data and build the model as the run will (a stepwise run: check its stream too), and check what
-    the data holds, so that a bad setting or data file is refused before anything is written; ``harness
-    validate`` runs the same checks."""
-    with refused_when_too_large(composed):
-        build_model(composed, prepared)
-    if prepared.loaded is not None:  # supervised single runs
-        check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
-        check_targets(prepared.loaded, composed.task.name)
-        if prepared.model is not None:
-            check_model_output(composed, prepared)
-
-
-@contextmanager
-def refused_when_too_large(composed: Composed) -> Iterator[None]:
-    """A model (or data) that cannot be allocated is the user's setting, not a crash: one line naming the bytes
-    asked for (torch's CPU allocator raises a RuntimeError that says "can't allocate memory")."""
-    try:
-        yield
-    except (MemoryError, RuntimeError) as exc:
-        said = str(exc)
-        if not isinstance(exc, MemoryError) and "can't allocate memory" not in said:
-            raise
-        asked = re.search(r"allocate (\d+) bytes", said)
-        size = f" ({int(asked.group(1)) / 2**30:,.1f} GiB in one allocation)" if asked else ""
-        raise UserError(f"{composed.task.name} x {composed.model.name}: building the model and its data ran out of "
-                        f"memory{size}; make its sizes smaller (model.*) or the data (task.*)") from None
-
-
-def build_model(composed: Composed, prepared: Prepared) -> None:
-    """Load the data and build the model (for a stepwise run: its stream model)."""
-    if composed.kind == "stepwise":
-        from harness.runners.stepwise import build_stepwise
-
-        model_entry = composed.model.interfaces[composed.task.interface]
-        prepared.model = build_stepwise(prepared.task, model_entry, composed.cfg, composed.task.name)
-    else:
-        try:
-            build_before_start(composed, prepared)
-        except UserError as exc:
-            raise _with_pair_file_hint(composed, exc) from None
-        except Exception as exc:
-            if prepared.loaded is None:
-                if composed.kind == "supervised" and isinstance(exc, (ConfigAttributeError, ConfigKeyError)):
-                    said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                    raise UserError(f"task {composed.task.name} ({composed.task.entry}): load() reads a config key "
-                                    f"that no file defines: {said}") from None
-                raise
-            # data that breaks its interface's contract is named as such, not as the error of the reader it broke
-            check_task_data(composed.task.name, composed.task.interface, prepared.loaded)
-            if isinstance(exc, (TypeError, AttributeError)) and prepared.model is None:
-                raise _construction_error(composed, exc) from None
-            if not isinstance(exc, KeyError):
-                raise
-            # a reader looked up a size its task's info does not give
-            info = getattr(prepared.loaded, "info", None)
-            key = exc.args[0] if exc.args else None
-            if not isinstance(info, dict) or not isinstance(key, str) or key in info:
-                raise
-            entry = composed.model.interfaces[composed.task.interface]
-            raise UserError(f"{composed.model.name} ({entry}) needs info['{key}'] from task {composed.task.name}, "
-                            f"whose load() gives info keys {', '.join(sorted(info)) or 'none'} "
-                            f"({composed.task.entry}; harness/interfaces.py)") from None
-
-
-def _exception_line(exc: BaseException) -> str:
-    """An exception as one line: its type and the first line of its message."""
-    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-
-
-def _adapted_core(composed: Composed) -> str:
-    """The sequence core (``module:Class``) through which the model reads the task's interface, or "" where it
-    reads it with a reader of its own."""
-    return composed.model.core if composed.task.interface in composed.model.adapted else ""
-
-
-def _with_pair_file_hint(composed: Composed, exc: UserError) -> UserError:
-    """A model setting that does not suit the task (the image adapter's ``model.patch_size`` on Pathfinder's 32x32
-    images) says where to set it for this pair alone when the pair has no pair file yet."""
-    said = str(exc)
-    task, model = composed.task, composed.model
-    if not said.startswith(f"{model.name} cannot be built from this config: model.") or task.source is None:
-        return exc
-    pair = task.source.parent / "pairs" / f"{model.name}.yaml"
-    if pair.exists():
-        return exc
-    others = sorted(pair.parent.glob("*.yaml"))
-    like = f", as {config_lib.project_path(others[0])} does" if others else ""
-    return UserError(f"{said}; set it for this pair in {config_lib.project_path(pair)} (config: {{model: ...}}{like}) "
-                     "or on the command line")
-
-
-def _construction_error(composed: Composed, exc: Exception) -> UserError:
-    """A model (or its sequence core) whose constructor does not take what the harness hands it, reads a config key
-    that no file defines (OmegaConf's error is an AttributeError), or lacks an attribute the adapter reads
-    (``in_dim``, ``out_dim``): one line naming the class and what it is built from."""
-    entry = composed.model.interfaces[composed.task.interface]
-    said = _exception_line(exc)
-    core = _adapted_core(composed)
-    built = (f"it reads {composed.task.interface} through models/adapters.yaml, which builds its core "
-             f"({core}) as Core(cfg.model), with int attributes in_dim and out_dim" if core
-             else "a supervised reader is built as Class(cfg.model, info)")
-    if isinstance(exc, (ConfigAttributeError, ConfigKeyError)):
-        where = config_lib.project_path(composed.model.source) if composed.model.source else "its model file"
-        built = f"it reads a config key that no file defines (a model's keys are under `model` in {where}); {built}"
-    return UserError(f"{composed.model.name} ({entry}) on task {composed.task.name} could not be built: {said}; "
-                     f"{built} (docs/contributing.md)")
-
-
-def check_model_output(composed: Composed, prepared: Prepared) -> None:
-    """Two validation examples through the built model, as the runner will call it (``model(**batch)``), before
-    anything is written: a forward that fails, returns other than float logits [B, num_classes] or returns NaN is
-    one line naming the model's class. No gradient, in eval mode, on a forked RNG and on a copy of the model (a
-    model may keep state that its forward passes change: MemN2N's schedule counts an evaluation followed by
-    training as an epoch), so the run computes what it would have."""
-    import copy
-
-    import torch
-
-    from harness.data import TARGET
-
-    data, model = prepared.loaded, prepared.model
-    split = data.val if len(data.val) else data.train
-    indices = narrowest_examples(split)
-    batch = split.__getitems__(indices)
-    inputs = {name: tensor for name, tensor in batch.items() if name != TARGET}
-    stored = getattr(split, "tensors", None)
-    padded = {name: stored[name][indices] for name in inputs} if isinstance(stored, dict) else inputs
-    cut = any(padded[name].shape != tensor.shape for name, tensor in inputs.items())
-    entry = composed.model.interfaces[composed.task.interface]
-    where = f"{composed.model.name} ({entry}) on task {composed.task.name}"
-    call = f"model({', '.join(inputs)})"
-    core = _adapted_core(composed)
-    through = (f"; it reads {composed.task.interface} through models/adapters.yaml, so check its core "
-               f"({core}): core(x [B, T, in_dim], mask [B, T]) -> [B, out_dim] float") if core else ""
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
-        checked = copy.deepcopy(model).eval()
-        try:
-            out = checked(**inputs)
-        except Exception as exc:  # noqa: BLE001  the model's own error, reported as one line
-            said = _exception_line(exc)
-            if cut and _runs(checked, padded):
-                raise UserError(f"{where}: {call} raised {said} on a batch cut to its longest story, where the padded "
-                                f"batch runs: the model reads a fixed number of statements, so it trains on padded "
-                                f"batches only ({CUT_BATCHES})") from None
-            raise UserError(f"{where}: {call} raised {said}{through}") from None
-        if cut and not torch.allclose(out, checked(**padded), rtol=1e-4, atol=1e-5):
-            print(f"note: {composed.model.name}'s output on a batch cut to its longest story differs from its output "
-                  f"on the padded batch: it reads padding as input, so with cut batches ({CUT_BATCHES}) it sees as "
-                  "much as each batch leaves", flush=True)
-    classes = data.info.get("num_classes")
-    want = [len(next(iter(inputs.values()))), int(classes) if classes is not None else "num_classes"]
-    shape = list(out.shape) if isinstance(out, torch.Tensor) else None
-    floating = shape is not None and out.is_floating_point()
-    if not floating or len(shape) != 2 or shape[0] != want[0] or (classes is not None and shape[1] != want[1]):
-        got = (type(out).__name__ if shape is None else f"{list(shape)}" if floating
-               else f"{str(out.dtype).removeprefix('torch.')} {list(shape)}")
-        raise UserError(f"{where}: {call} returned {got}; a supervised model returns float logits [B, num_classes] "
-                        f"= {want} (harness/interfaces.py){through}")
-    if bool(torch.isnan(out).any()):
-        raise UserError(f"{where}: {call} returned NaN logits on two validation examples, before any training "
-                        f"(a division by zero, or a log or sqrt of a non-positive number, in its forward){through}")
-
-
-CUT_BATCHES = "bAbI's task.trim_batches=true; its all-tasks mode always cuts"
-
-
-def narrowest_examples(split: Any, count: int = 2, looked_at: int = 64) -> list[int]:
-    """``count`` of the first ``looked_at`` examples whose batches, as ``split`` hands them out, hold the fewest
-    numbers: the first ``count`` where every example has one shape; where the dataset cuts each batch to its
-    content (bAbI's stories), the shortest, whose batch it cuts most."""
-    sizes = [(sum(tensor.numel() for tensor in split.__getitems__([index]).values()), index)
-             for index in range(min(looked_at, len(split)))]
-    return sorted(index for _, index in sorted(sizes)[:count])
-
-
-def _runs(model: Any, inputs: dict[str, Any]) -> bool:
-    """Whether ``model(**inputs)`` returns without raising."""
-    try:
-        model(**inputs)
-    except Exception:  # noqa: BLE001  only whether it runs
-        return False
-    return True
-
-
 def remove_leftover_temporaries(run: Run) -> None:
     """Delete what killed atomic writes left in the run (``.NAME.XXXXXXXX.tmp``), with one line saying so."""
     removed = run.remove_leftover_temporaries()
@@ -900,37 +415,6 @@ def diverged_advice(run: Run, composed: Composed) -> str:
     return (f"The same command {where} and repeats the same steps (runs are deterministic), so it diverges again, "
             "as does --force; a change of setting (e.g. a smaller learning rate, optim.lr) makes a new run that "
             "can get past it.")
-
-
-def check_ray_address(cfg: Any) -> None:
-    """Where an RL run's Ray comes from, checked before the run directory exists, as any other mistake: the cluster
-    ``RAY_ADDRESS`` names must answer and accept the token; a local Ray must have a CPU for each EnvRunner and
-    remote learner, and the GPUs ``rl.num_gpus_per_learner`` asks for (RLlib would otherwise wait for them for
-    ever, printing nothing). Skipped inside a sweep's trial (Ray is up, and the
-    sweep reserved the trial's CPUs)."""
-    address = os.environ.get("RAY_ADDRESS")
-    ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():
-        return
-    from harness.runners.ray_session import check_cluster, learner_gpus, local_cpus, local_gpus
-
-    if address:
-        check_cluster(address)
-        return
-    runners, learners, cpus = int(cfg.rl.num_env_runners), int(cfg.rl.num_learners), local_cpus(cfg.rl.num_cpus)
-    if runners + learners > cpus:
-        asked = " and ".join(f"rl.{key}={n}" for key, n in (("num_env_runners", runners), ("num_learners", learners))
-                             if n)
-        raise UserError(f"{asked} needs a CPU for each EnvRunner and each remote learner ({runners + learners}) but "
-                        f"the local Ray has {cpus} (rl.num_cpus, default this machine's CPUs), so the run would wait "
-                        f"for ever; lower them (0 runs each in the run's own process) or run it on a cluster "
-                        f"(RAY_ADDRESS)")
-    asked, gpus = learner_gpus(cfg.rl), local_gpus()
-    if asked > gpus:
-        raise UserError(f"rl.num_gpus_per_learner={cfg.rl.num_gpus_per_learner} asks for {asked:g} GPU for the "
-                        f"learners but this machine has {gpus}, so the run would wait for ever; set "
-                        f"rl.num_gpus_per_learner=0 to train the learner on the CPU, or run it on a cluster "
-                        f"(RAY_ADDRESS)")
 
 
 def open_tracker(run: Run, composed: Composed) -> Tracker:

@@ -113,7 +113,7 @@ def signals_kept_through_ray_init() -> Iterator[None]:
       constructor runs after its C++ part) leaves a half-built core worker, and the process ends in a segmentation
       fault (exit code 139) as the interpreter exits. Inside the block ``connect`` runs whole and a SIGTERM or
       Ctrl-C that came meanwhile is delivered again as it returns
-      (:func:`harness.runners.launch.signals_deferred`).
+      (:func:`harness.runners.signals.signals_deferred`).
 
     Ray's processes are still ended: by ``ray.shutdown`` when the block that started Ray ends, or by the exit
     handlers Ray registers when its start is cut short."""
@@ -137,7 +137,7 @@ def _whole(connect: Any) -> Any:
     """``connect`` with Ctrl-C and SIGTERM held until it returns, then the first of them delivered again."""
     import signal
 
-    from harness.runners.launch import signals_deferred
+    from harness.runners.signals import signals_deferred
 
     def connect_whole(*args: Any, **kwargs: Any) -> Any:
         came: list[int] = []

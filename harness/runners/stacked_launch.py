@@ -44,6 +44,7 @@ from harness.paths import check_writable_folder
 from harness.provenance import snapshot_code
 from harness.registry import load_entry
 from harness.runners.build import Prepared, _device_description, _model_error, prepare_task
+from harness.runners.build_checks import check_targets, refused_when_too_large
 from harness.runners.launch import (
     _existing,
     _finish,
@@ -51,20 +52,17 @@ from harness.runners.launch import (
     _start,
     _summary_line,
     already_completed,
-    check_run_config,
-    check_targets,
     claim_run,
     diverged_advice,
     open_tracker,
     record_progress,
     refuse_mixed_code,
-    refused_when_too_large,
     release_claims,
     remove_leftover_temporaries,
-    signals_deferred,
-    terminate_as_interrupt,
 )
 from harness.runners.recorder import RunRecorder
+from harness.runners.run_checks import check_run_config
+from harness.runners.signals import signals_deferred, terminate_as_interrupt
 from harness.runners.stacked import Member, StackedTrainer
 from harness.runners.stacked_model import model_mismatch
 from harness.runners.sweep_file import flow

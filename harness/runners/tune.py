@@ -72,8 +72,8 @@ when it raises. A sweep stopped part-way (Ctrl-C, or SIGTERM to the driver, :fun
 catches it and ends the sweep) lists each trial that
 had not reported with what the run store holds for it (its run id computed as the trial computes it; a trial that
 never started says ``not started``, never failed; a run its stopped worker left saying ``running`` is stored as
-``interrupted``, :func:`harness.runners.launch.close_killed_run`, as an interrupted ``harness bench`` stores its
-run), says that the same command resumes the sweep (completed runs
+``interrupted``, :func:`harness.runners.killed_attempts.close_killed_run`, as an interrupted ``harness bench``
+stores its run), says that the same command resumes the sweep (completed runs
 are reported, the others resume from their checkpoints) and exits 130, as an interrupted ``harness bench``.
 A SIGTERM to the sweep's whole process group (``kill -TERM -PGID``, GNU ``timeout``) ends Ray's own processes too:
 the sweep stops without the table, with the same line and exit code, its trials' runs left as a kill leaves them
@@ -475,7 +475,7 @@ def settled_results(composed: Any, runs_dir: Path, wait_s: float = OWNER_EXIT_WA
 def _receive(trial: dict[str, Any], sweep: Sweep, store: Any, root: Path) -> Any:
     """Cluster mode, before the run: pin the run id (it holds the data fingerprint), clear this node's stale copy
     of the run and put the driver's copy (if any) in its place. Returns the run's sender."""
-    from harness.runners.launch import prepare_task
+    from harness.runners.build import prepare_task
     from harness.runners.run_transfer import RunSender, node_id, run_key, through_ray
     from harness.runs import Run
 
@@ -868,7 +868,7 @@ def _stored_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path, died: str |
     (the composed config, with the data pinned), then its ``results.json``. ``died``: why its process ended (Tune
     stopped it otherwise), which a trial that left no run fails with."""
     from harness.runners.build import prepare_task
-    from harness.runners.launch import close_killed_run
+    from harness.runners.killed_attempts import close_killed_run
     from harness.runs import owner_state, run_dir
 
     label, resume = trial_label(trial), "the same sweep command resumes it"
