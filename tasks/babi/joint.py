@@ -22,8 +22,9 @@ the joint data. The cut statements are padding, so this changes nothing for mode
 ``story_len`` or drop padding (TPR-RNN, MemN2N, the LSTM, linear-logic and Transformer readers, the
 Updater-Extractor). Of the entity adapters of ``models/adapters``, those of mlp1, mlp2, PrediNet, MHA and the
 2-simplicial model read a fixed number of statement slots, so the launcher refuses them this mode
-(``harness.runners.launch.check_model_output``); the relation net and the relational model read padded statements
-as zero entities, and with the cut they see as many of them as the batch's longest story leaves, not a fixed 130.
+(``harness.runners.build_checks.check_model_output``); the relation net and the relational model read padded
+statements as zero entities, and with the cut they see as many of them as the batch's longest story leaves, not a
+fixed 130.
 
 Memory: en-10k's 172,000 training questions padded to 130 x 12 int64 ids take 2.1 GB (3 GB with validation
 and test), where one task takes at most a tenth of that.
