@@ -11,10 +11,12 @@
   last intact checkpoint. A damaged ``results.json`` is set aside (renamed, never deleted) and the run
   resumes from its checkpoints; the runners do the same with a damaged checkpoint.
 * SIGTERM is handled like Ctrl-C: the run is stored as ``interrupted`` and the same command resumes it. While the
-  final status is written, Ctrl-C and SIGTERM wait (:mod:`harness.runners.signals`), so a second Ctrl-C cannot leave
-  ``running`` behind; an unfinished attempt records the step and epoch its curve reached. A Ctrl-C that lands once
-  the run is stored as completed (while its summary or predictions are written) ends the command with code 130, as
-  any Ctrl-C, and a line saying that the run completed and what, if anything, is missing.
+  final status is written, Ctrl-C and SIGTERM wait (:mod:`harness.runners.signals`; ``harness/runners/stacked.py``
+  still imports ``signals_deferred`` from this module, as it did when the stacked reference runs recorded its digest),
+  so a second Ctrl-C cannot leave ``running`` behind; an unfinished attempt records the step and epoch its curve
+  reached. A Ctrl-C that lands once the run is stored as completed (while its summary or predictions are written) ends
+  the command with code 130, as any Ctrl-C, and a line saying that the run completed and what, if anything, is
+  missing.
 * The command training a run holds its folder (an exclusive ``flock``, :func:`claim_run`): a second command of the
   same config, started before the first stored anything, stops in one line instead of training into it too.
 * An unfinished member of a stack (``--seeds``) is resumed by its stack's command only; the solo command says so
