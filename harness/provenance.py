@@ -43,7 +43,7 @@ NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "ha
                  "harness/runners/sweep_file.py",
                  "harness/runners/ray_session.py", "harness/runners/run_transfer.py",
                  "harness/runners/launch.py", "harness/runners/run_checks.py", "harness/runners/build_checks.py",
-                 "harness/runners/killed_attempts.py", "harness/runners/signals.py",
+                 "harness/runners/killed_attempts.py", "harness/runners/signals.py", "harness/runners/existing_run.py",
                  "harness/runners/stacked_launch.py", "harness/runners/retest.py",
                  "harness/rerun.py", "harness/interfaces.py", "harness/runners/predictions.py",
                  "tasks/relations_game/data_checks.py", "tasks/babi/examples.py", "tasks/babi/setting_checks.py",

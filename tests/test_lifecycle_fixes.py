@@ -353,7 +353,7 @@ def test_a_command_that_needs_a_completed_run_says_a_killed_one_resumes_with_its
 
 
 def test_a_summary_with_nothing_to_report_ends_at_the_wall_time(tmp_path):
-    from harness.runners.launch import _summary_line
+    from harness.runners.existing_run import _summary_line
     from harness.runs import Run
 
     base = {"status": "diverged", "task": "babi", "model": "lstm", "wall_time_s": 0.2}

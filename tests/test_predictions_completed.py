@@ -14,7 +14,7 @@ import pytest
 from harness import cli
 from harness.cli import main
 from harness.errors import UserError
-from harness.runners import launch
+from harness.runners import existing_run
 from harness.runners.predictions import FOLDER, SUMMARY, TABLE
 
 RELATIONS = ["bench", "--task", "relations_game", "--model", "mlp1", "--profile", "smoke", "train.threads=1",
@@ -79,7 +79,7 @@ def test_a_read_only_store_is_left_as_it_is(env: Any, monkeypatch: pytest.Monkey
     assert main(RELATIONS) == 0
     (run,) = (path.parent for path in Path(env["HARNESS_RUNS_DIR"]).glob("*/*/*/results.json"))
     lose_predictions(run)
-    monkeypatch.setattr(launch.os, "access", lambda path, mode: Path(path) != run)  # root may write anywhere
+    monkeypatch.setattr(existing_run.os, "access", lambda path, mode: Path(path) != run)  # root may write anywhere
     capsys.readouterr()
     assert main(RELATIONS) == 0
     out = capsys.readouterr().out

@@ -1,7 +1,8 @@
 """The life of one run (``harness/runners/launch.py``: its module docstring and those of ``record_progress``,
-``_existing``, ``already_completed``, ``claim_run``, ``diverged_advice``, ``interrupted_after_completion`` and
-``remove_leftover_temporaries``; ``harness/runners/killed_attempts.py``: ``close_killed_attempts``;
-docs/contributing.md), each checked against the documented rule written out by hand on a tiny run folder:
+``claim_run``, ``diverged_advice`` and ``interrupted_after_completion``; ``harness/runners/existing_run.py``:
+``_existing``, ``already_completed`` and ``remove_leftover_temporaries``; ``harness/runners/killed_attempts.py``:
+``close_killed_attempts``; docs/contributing.md), each checked against the documented rule written out by hand on a
+tiny run folder:
 
 * a resumed run's attempts still ``running`` were killed: each becomes ``interrupted`` with the KILLED error; the
   last of them ends at the run's last file write (the largest mtime under its folder), and the time from its start
@@ -30,7 +31,7 @@ from typing import Any
 import pytest
 
 from harness.errors import UserError
-from harness.runners import launch
+from harness.runners import existing_run, launch
 from harness.runners.killed_attempts import KILLED, close_killed_attempts
 from harness.runners.launch import record_progress
 from harness.runs import KEPT, CurveWriter, Run, held_folder
@@ -160,7 +161,7 @@ def _stored(tmp_path: Path, results: str) -> Run:
 
 def test_force_keeps_a_damaged_record_aside_and_clears_the_rest(tmp_path: Path) -> None:
     run = _stored(tmp_path, '{"status": "runn')
-    assert launch._existing(run, True, _composed("rl")) is None
+    assert existing_run._existing(run, True, _composed("rl")) is None
     (aside,) = [p for p in run.path.rglob("*") if p.is_file()]
     assert re.fullmatch(r"results\.json\.damaged-\d{8}T\d{6}", aside.name) and KEPT in aside.name
     assert aside.read_text() == '{"status": "runn'
@@ -169,7 +170,7 @@ def test_force_keeps_a_damaged_record_aside_and_clears_the_rest(tmp_path: Path) 
 def test_a_damaged_record_is_set_aside_and_the_run_resumes_without_it(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     run = _stored(tmp_path, "[]")
-    assert launch._existing(run, False, _composed("rl")) is None
+    assert existing_run._existing(run, False, _composed("rl")) is None
     (aside,) = run.path.glob("results.json.damaged-*")
     assert aside.read_text() == "[]" and run.metrics_path.exists() and (run.checkpoint_dir / "algorithm").exists()
     assert "resuming from the run's checkpoints" in capsys.readouterr().out
@@ -178,17 +179,17 @@ def test_a_damaged_record_is_set_aside_and_the_run_resumes_without_it(tmp_path: 
 def test_an_intact_unfinished_run_resumes_from_its_record_and_force_starts_afresh(tmp_path: Path) -> None:
     record = {"run_id": "run", "task": "babi", "model": "lstm", "status": "interrupted", "wall_time_s": 5.0}
     run = _stored(tmp_path, json.dumps(record))
-    assert launch._existing(run, False, _composed("rl")) == record
-    assert launch._existing(run, True, _composed("rl")) is None and not run.path.exists()
+    assert existing_run._existing(run, False, _composed("rl")) == record
+    assert existing_run._existing(run, True, _composed("rl")) is None and not run.path.exists()
 
 
 def test_force_never_reports_a_run_as_completed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     record = {"run_id": "run", "task": "babi", "model": "lstm", "status": "completed", "wall_time_s": 5.0}
     run = _stored(tmp_path, json.dumps(record))
-    assert launch.already_completed(run, _composed(), force=True) is False
+    assert existing_run.already_completed(run, _composed(), force=True) is False
     for status in ("running", "interrupted", "failed", "diverged"):
         run.write_results({**record, "status": status, "owner": {"host": "elsewhere.example", "pid": 1}})
-        assert launch.already_completed(run, _composed(), force=False) is False
+        assert existing_run.already_completed(run, _composed(), force=False) is False
     assert capsys.readouterr().out == ""
 
 
@@ -245,9 +246,9 @@ def test_leftover_temporaries_are_removed_with_one_line(tmp_path: Path, capsys: 
     run = Run(tmp_path / "run")
     _touch(run.path / ".results.json.abcd1234.tmp", int(time.time()))
     _touch(run.path / "checkpoints" / ".last.ckpt.zz_9y8x7.tmp", int(time.time()))
-    launch.remove_leftover_temporaries(run)
+    existing_run.remove_leftover_temporaries(run)
     assert capsys.readouterr().out == (f"{run.path}: removed 2 temporary file(s) left by a killed write "
                                        "(.last.ckpt.zz_9y8x7.tmp, .results.json.abcd1234.tmp)\n")
     assert not [p for p in run.path.rglob("*") if p.is_file()]
-    launch.remove_leftover_temporaries(run)
+    existing_run.remove_leftover_temporaries(run)
     assert capsys.readouterr().out == ""

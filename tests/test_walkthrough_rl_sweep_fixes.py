@@ -159,7 +159,7 @@ def test_a_bad_value_in_a_sweep_file_is_placed_in_the_sweep_file(tmp_path):
 def test_the_header_of_a_rerun_that_has_no_checkpoint_says_it_starts_again(tmp_path):
     """An attempt stopped before its first checkpoint (a Ctrl-C during an RL run's first iterations) leaves
     nothing to resume: the next attempt's header says it starts again, not that it resumes."""
-    from harness.runners.launch import start_word
+    from harness.runners.existing_run import start_word
     from harness.runs import Run
 
     run = Run(tmp_path / "r")

@@ -133,7 +133,7 @@ def test_a_completed_stack_is_reported_from_a_read_only_store(env, tmp_path, mon
 
 
 def test_force_keeps_the_offline_wandb_runs_of_the_run_it_clears(env, tmp_path, capsys):
-    from harness.runners.launch import _existing
+    from harness.runners.existing_run import _existing
     from harness.runs import Run
 
     runs = tmp_path / "runs"

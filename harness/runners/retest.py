@@ -37,7 +37,7 @@ from harness.runners.supervised import intact_checkpoint
 from harness.runs import Run, default_runs_dir, holding_run, now_iso
 from harness.vector_math import warm_vector_math
 
-REWRITE = " (the bench command that trained it writes it again)"  # launch.restore_config
+REWRITE = " (the bench command that trained it writes it again)"  # existing_run.restore_config
 
 
 def stored_config(run: Run, doing: str) -> dict[str, Any]:

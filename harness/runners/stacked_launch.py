@@ -45,20 +45,22 @@ from harness.provenance import snapshot_code
 from harness.registry import load_entry
 from harness.runners.build import Prepared, _device_description, _model_error, prepare_task
 from harness.runners.build_checks import check_targets, refused_when_too_large
-from harness.runners.launch import (
+from harness.runners.existing_run import (
     _existing,
-    _finish,
     _predictions_missing,
-    _start,
     _summary_line,
     already_completed,
+    refuse_mixed_code,
+    remove_leftover_temporaries,
+)
+from harness.runners.launch import (
+    _finish,
+    _start,
     claim_run,
     diverged_advice,
     open_tracker,
     record_progress,
-    refuse_mixed_code,
     release_claims,
-    remove_leftover_temporaries,
 )
 from harness.runners.recorder import RunRecorder
 from harness.runners.run_checks import check_run_config

@@ -691,12 +691,12 @@ def split_completed(sweep: Sweep, runs_dir: Path) -> tuple[list[dict[str, Any]],
 def _completed_row(sweep: Sweep, trial: dict[str, Any], runs_dir: Path) -> dict[str, Any] | None:
     """The row of an (unstacked) trial whose run is completed in ``runs_dir``, read from the store; None when it is
     not. Composed only when a completed run of its task, model, profile and seed is there at all. The predictions a
-    kill kept a completed run from writing are written (:func:`harness.runners.launch.complete_predictions`)."""
+    kill kept a completed run from writing are written (:func:`harness.runners.existing_run.complete_predictions`)."""
     task, model = trial_cell(sweep, trial)
     prefix = f"{task}-{model}-{sweep.profile}-s{trial['seed']}-"
     if not any(_completed(path) for path in (runs_dir / task / model).glob(f"{prefix}*/results.json")):
         return None
-    from harness.runners.launch import complete_predictions, predictions_may_be_missing
+    from harness.runners.existing_run import complete_predictions, predictions_may_be_missing
     from harness.runs import Run
 
     row = _stored_row(sweep, trial, runs_dir)
