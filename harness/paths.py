@@ -6,9 +6,23 @@ import os
 from pathlib import Path
 
 
+def environment_folder(variable: str, default: str) -> Path:
+    """The folder an environment variable names, or ``default`` when it is unset. A variable set to an empty value
+    (``HARNESS_RUNS_DIR=$STORE`` with ``STORE`` unset) is the user's mistake, not the current folder: a one-line
+    UserError, as ``--runs-dir ""`` is."""
+    value = os.environ.get(variable)
+    if value is None:
+        return Path(default)
+    if not value.strip():
+        from harness.errors import UserError
+
+        raise UserError(f"{variable} is set but empty; unset it for the default ./{default}, or name a folder")
+    return Path(value)
+
+
 def data_dir() -> Path:
     """Official dataset files, in each dataset's official layout: ``$HARNESS_DATA_DIR`` or ``./data``."""
-    return Path(os.environ.get("HARNESS_DATA_DIR", "data"))
+    return environment_folder("HARNESS_DATA_DIR", "data")
 
 
 def data_dir_label() -> str:
@@ -17,7 +31,7 @@ def data_dir_label() -> str:
 
 def cache_dir() -> Path:
     """Generated datasets, cached on disk: ``$HARNESS_CACHE_DIR`` or ``./.cache/harness``."""
-    return Path(os.environ.get("HARNESS_CACHE_DIR", ".cache/harness"))
+    return environment_folder("HARNESS_CACHE_DIR", ".cache/harness")
 
 
 def shown_path(path: Path) -> str:
@@ -49,6 +63,7 @@ def check_data_dir() -> None:
     from harness.errors import UserError
 
     value = os.environ.get("HARNESS_DATA_DIR")
+    data_dir()  # an empty value is refused first
     if value is not None and not Path(value).is_dir():
         raise UserError(f"HARNESS_DATA_DIR={value} is not a folder; point it at the folder holding the datasets "
                         "or unset it to use ./data and the generators")

@@ -235,6 +235,8 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
     trained so, saying that nothing is trained now), then print every figure beside the stored one; with ``record``,
     add the check to ``results_dir``'s log (:mod:`harness.reproductions`) unless that training is recorded there
     already. The exit code (module docstring)."""
+    from harness.runners.retest import read_config
+    from harness.runs import Run
     from reports.store import load_run
 
     if record:
@@ -244,6 +246,12 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
             raise UserError("--record adds the check to the reference store's log: name one with --results-dir")
         load(results_dir)  # a damaged log is refused before any training, not after
     stored = find_stored(name, runs_dir, results_dir)
+    damage = Run(stored).damage()
+    if damage:  # a record edited into another shape is named, not misread on the way to the training
+        raise UserError(f"{stored}: {damage}; cannot be reproduced")
+    _, problem = read_config(stored / "config.yaml")
+    if problem:  # composed from the defaults instead, it would train another run
+        raise UserError(f"{problem}; the run cannot be reproduced")
     run = load_run(stored / "results.json", stored.parents[2])
     results = run.results
     chosen = plan(run)

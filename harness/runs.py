@@ -52,7 +52,58 @@ os.umask(_UMASK)
 
 
 def default_runs_dir() -> Path:
-    return Path(os.environ.get("HARNESS_RUNS_DIR", "runs"))
+    """``$HARNESS_RUNS_DIR`` or ``./runs`` (a variable set to an empty value is refused: :func:`harness.paths.
+    environment_folder`)."""
+    from harness.paths import environment_folder
+
+    return environment_folder("HARNESS_RUNS_DIR", "runs")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _wrong_types(results: dict[str, Any]) -> list[str]:
+    """The keys of a results record whose value is not of the type the harness writes (and its commands read): names
+    are strings, ``metrics`` maps names to numbers, ``seed``, ``steps`` and ``epochs`` are integers (null allowed
+    where the harness may write it), ``best``, ``data`` and ``code`` are objects or null, ``attempts`` a list (or
+    schema 1's count)."""
+    def fits(key: str, test: Callable[[Any], bool]) -> bool:
+        return key not in results or test(results[key])
+
+    checks: dict[str, Callable[[Any], bool]] = {
+        **{key: lambda v: isinstance(v, str) and bool(v) for key in ("run_id", "task", "model")},
+        "metrics": lambda v: isinstance(v, dict) and all(x is None or _is_number(x) for x in v.values()),
+        **{key: lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool))
+           for key in ("seed", "steps", "epochs")},
+        **{key: lambda v: v is None or isinstance(v, dict) for key in ("best", "data", "code")},
+        "attempts": lambda v: isinstance(v, list) or (isinstance(v, int) and not isinstance(v, bool)),
+    }
+    return [key for key, test in checks.items() if not fits(key, test)]
+
+
+def record_damage(results: Any) -> str | None:
+    """Why a parsed ``results.json`` cannot be used (not an object, keys missing, an unknown status, a key of the
+    wrong type: :func:`_wrong_types`), or None. A record edited by hand into another shape is named by every command
+    that reads it, in one line, rather than failing inside one of them."""
+    if not isinstance(results, dict):
+        return f"results.json holds a {type(results).__name__}, not an object"
+    missing = [key for key in REQUIRED_KEYS if key not in results]
+    if missing:
+        return f"results.json lacks {', '.join(missing)}"
+    if results["status"] not in STATUSES:
+        return f"results.json has an unknown status {results['status']!r}"
+    return type_damage(results)
+
+
+def type_damage(results: dict[str, Any]) -> str | None:
+    """Which keys of a results record hold a value of the wrong type (:func:`_wrong_types`), as one clause, or None:
+    what a listing (``harness runs``, the report) shows as unreadable rather than misread."""
+    wrong = _wrong_types(results)
+    if not wrong:
+        return None
+    shown = ", ".join(f"{key} {json.dumps(results[key], default=str)[:40]}" for key in wrong)
+    return f"results.json has a value of the wrong type: {shown}"
 
 
 def now_iso() -> str:
@@ -197,19 +248,13 @@ class Run:
         return results
 
     def damage(self) -> str | None:
-        """Why ``results.json`` cannot be used (unreadable, not an object, keys missing), or None."""
+        """Why ``results.json`` cannot be used (unreadable, not an object, keys missing or of the wrong type), or
+        None."""
         try:
             results = self.read_results()
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             return f"results.json is not readable JSON ({type(exc).__name__}: {str(exc)[:80]})"
-        if not isinstance(results, dict):
-            return f"results.json holds a {type(results).__name__}, not an object"
-        missing = [key for key in REQUIRED_KEYS if key not in results]
-        if missing:
-            return f"results.json lacks {', '.join(missing)}"
-        if results["status"] not in STATUSES:
-            return f"results.json has an unknown status {results['status']!r}"
-        return None
+        return record_damage(results)
 
     def set_aside(self, path: Path, why: str = "damaged") -> Path:
         """A file of the run set aside (:func:`set_aside`); returns the new path."""
@@ -436,6 +481,9 @@ def index(runs_dir: Path | None = None) -> list[dict[str, Any]]:
             row = json.loads(path.read_text())
             if not isinstance(row, dict):
                 raise ValueError("results.json is not a JSON object")
+            problem = type_damage(row)
+            if problem:
+                raise ValueError(problem)
         except (OSError, ValueError) as exc:
             row = {"run_id": path.parent.name, "status": "unreadable", "error": str(exc)}
         rows.append({**row, "path": str(path.parent)})

@@ -20,7 +20,8 @@ override of it on a task of another interface is refused, since it would change 
 declared entry may also
 refine a key whose default is typed (e.g. ``train.batch_size: {min: 1}``). A float key (and every item of
 a list of floats) also refuses nan, infinities and magnitudes beyond float32's (about 3.4e38), which torch
-cannot hold. :func:`check_value` names the key, the value and what was expected, as one line.
+cannot hold; any other integer, magnitudes beyond int64's (about 9.2e18), which torch, numpy and a data loader's
+batching cannot hold. :func:`check_value` names the key, the value and what was expected, as one line.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ TYPES: dict[str, tuple[type, ...]] = {
 FIELDS = ("type", "nullable", "choices", "min", "max", "items", "length", "item_choices", "unique", "min_length",
           "interfaces")
 FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32: a float key's value reaches torch as one
+INT64_MAX = 2**63 - 1  # the largest int64: an int key's value reaches torch, numpy and itertools as one
 
 
 ITEM_NOUNS = {"str": "strings", "int": "integers", "float": "numbers", "bool": "booleans"}  # a list's items, described
@@ -225,6 +227,9 @@ def check_value(key: str, value: Any, kind: KeyType, origin: str = "") -> None:
             _check_float(key, number, origin)
         if (kind.minimum is not None and number < kind.minimum) or (kind.maximum is not None and number > kind.maximum):
             fail()
+        if not floats and abs(number) > INT64_MAX:
+            raise UserError(f"bad value for '{key}'{origin}: an integer of {len(str(abs(number)))} digits is beyond "
+                            f"the int64 range (magnitude at most {INT64_MAX})")
 
 
 def _one_of(value: Any, choices: tuple[Any, ...]) -> bool:

@@ -24,7 +24,7 @@ import pandas as pd
 import yaml
 
 from harness.config import NEUTRAL_ADDED_KEYS
-from harness.runs import owner_state
+from harness.runs import owner_state, type_damage
 
 UNREADABLE = "unreadable"
 REFERENCE = "reference"  # a run of the tracked reference store results/
@@ -474,6 +474,9 @@ def load_run(results_path: Path, runs_dir: Path) -> RunRecord:
     problems: list[str] = []
     try:
         results = _read_json_dict(results_path)
+        damage = type_damage(results)
+        if damage:  # a record edited into another shape: read as unreadable, not misread further on
+            raise ValueError(damage.removeprefix("results.json "))
         status = str(results.get("status") or "unknown")
     except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
         results, status = {}, UNREADABLE

@@ -2,7 +2,8 @@
 
 Source: the module docstring of ``harness/schema.py`` (fields ``type``, ``nullable``, ``choices``, ``min``/``max``
 "for lists, every item", ``items``, ``length``, ``item_choices``, ``unique``, ``min_length``, ``interfaces``; "A
-float key (and every item of a list of floats) also refuses nan, infinities and magnitudes beyond float32's") and
+float key (and every item of a list of floats) also refuses nan, infinities and magnitudes beyond float32's"; "any
+other integer, magnitudes beyond int64's") and
 the declarations of ``harness/schema.yaml``. :func:`documented_accepts` below is a plain transcription of those
 sentences; :func:`harness.schema.check_value` must agree with it on every (entry, value) of a small grid that
 sits on and just beyond each bound, and its refusal must name the key.
@@ -17,7 +18,7 @@ import pytest
 import yaml
 
 from harness.errors import UserError
-from harness.schema import FLOAT32_MAX, check_value, key_type, leaves, parse_entry
+from harness.schema import FLOAT32_MAX, INT64_MAX, check_value, key_type, leaves, parse_entry
 
 PY_TYPES = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool),
             "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
@@ -67,6 +68,8 @@ def documented_accepts(value: Any, entry: dict[str, Any], default: Any) -> bool:
                 return False
             if abs(number) > FLOAT32_MAX:
                 return False
+        elif abs(number) > INT64_MAX:
+            return False
         if entry.get("min") is not None and number < entry["min"]:  # both bounds inclusive
             return False
         if entry.get("max") is not None and number > entry["max"]:
@@ -76,7 +79,7 @@ def documented_accepts(value: Any, entry: dict[str, Any], default: Any) -> bool:
 
 NAN, INF = float("nan"), float("inf")
 NUMBERS = [None, True, False, -1, 0, 1, 2, 0.0, 1.0, 0.5, -0.0, -1e-9, 1 + 1e-9, 100, 100.0, 100.5, NAN, INF, -INF,
-           FLOAT32_MAX, -FLOAT32_MAX, 3.5e38, -3.5e38, 10**39, "1", [1], {"a": 1}]
+           FLOAT32_MAX, -FLOAT32_MAX, 3.5e38, -3.5e38, 10**39, 2**63 - 1, 2**63, -(2**63), "1", [1], {"a": 1}]
 LISTS = [[], [0.9, 0.999], [0.0, 1.0], [1.0, 0.0], [0.9, 1.5], [1.5, 0.9], [-0.1, 0.5], [0.5, -0.1], [0.9, "x"],
          ["x", 0.9], [0.9, True], [0.9], [0.9, 0.99, 0.999], [1, 2], [1, 1], [2, 1, 2], [0, 1], [1, 0], [1, 2.0],
          [1, NAN], [NAN, 1], [0.5, INF], [0.5, 3.5e38], [1, 10**39], ["a"], ["a", "b"], ["b", "a", "b"], ["a", "c"],

@@ -199,10 +199,15 @@ def predict_run(name: str, runs_dir: Path | None = None) -> dict[str, Any]:
 
 def _predict_held(name: str, runs_dir: Path | None) -> dict[str, Any]:
     """:func:`predict_run` once the run's folder is held."""
-    from harness.runners.retest import reload_run
+    from omegaconf.errors import OmegaConfBaseException
+
+    from harness.runners.retest import config_lacks, reload_run
 
     run, results, composed, _, data = reload_run(name, [], runs_dir, "predicted", own_data=True)
-    summary = write_predictions(run, composed, data, retested=_retested(name, results, runs_dir))
+    try:
+        summary = write_predictions(run, composed, data, retested=_retested(name, results, runs_dir))
+    except OmegaConfBaseException as exc:  # a key the model or the evaluation reads is not stored
+        raise config_lacks(run, exc, "predicted", "the model or its evaluation") from None
     for split, numbers in summary.items():
         print(f"{split}: {numbers['wrong']} wrong of {numbers['examples']} (acc {numbers['acc']:.4f}; "
               f"the run reported {_shown(numbers['reported_acc'])})")

@@ -111,9 +111,7 @@ def reload_run(name: str, overrides: list[str], runs_dir: Path | None, doing: st
     try:
         prepared = prepare_task(composed)
     except OmegaConfBaseException as exc:  # a key today's task reads is not stored
-        missing = getattr(exc, "full_key", None) or str(exc).splitlines()[0]
-        raise UserError(f"{run.config_path} lacks {missing!s}, which the task needs (damaged, or written by an "
-                        f"older harness); the run cannot be {doing}") from None
+        raise config_lacks(run, exc, doing, "the task") from None
     except UserError:  # the task's own advice is for training (e.g. another task.source), which this refuses
         missing_files = missing_data_files(results)
         if not missing_files:
@@ -128,6 +126,14 @@ def reload_run(name: str, overrides: list[str], runs_dir: Path | None, doing: st
     if not own_data and recorded_data is None:  # a retest: its split is encoded as the run's data encodes it
         check_same_files(run, results.get("data") or {}, prepared.data, doing)  # (vocabulary, padded sizes)
     return run, results, composed, prepared, prepared.task.load()
+
+
+def config_lacks(run: Run, exc: OmegaConfBaseException, doing: str, reader: str) -> UserError:
+    """The one-line error for a key of the stored config that ``reader`` (the task, the model, the evaluation) reads
+    and the run's config.yaml lacks (damaged, or written by an older harness)."""
+    missing = getattr(exc, "full_key", None) or str(exc).splitlines()[0]
+    return UserError(f"{run.config_path} lacks {missing!s}, which {reader} needs (damaged, or written by an older "
+                     f"harness); the run cannot be {doing}")
 
 
 def missing_data_files(results: dict[str, Any]) -> list[str]:
