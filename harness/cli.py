@@ -419,6 +419,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                  + (f", a reproduce check of {row['reproduces']}" if row.get("reproduces") else ""))
         table.append([str(row.get("run_id")), shown, _headline(row.get("metrics") or {})])
     print(_table(table))
+    _print_unreadable(rows)
     gone = statuses.count(GONE)
     if gone:
         print(f"{gone} run(s) say running but their process has ended (killed): the command that started each "
@@ -439,6 +440,18 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print(f"stale: the code that computed {stale_count} run(s) has changed since; `harness runs --stale` "
               "says which files and how to rerun them")
     return 0
+
+
+def _print_unreadable(rows: list[dict[str, Any]]) -> None:
+    """Under ``harness runs``: what is wrong with the runs listed as unreadable (the first one's reason) and what
+    mends them, so that the word in the table is not the last one."""
+    unreadable = [row for row in rows if row.get("status") == "unreadable"]
+    if unreadable:
+        first, error = unreadable[0], str(unreadable[0].get("error"))
+        why = error if error.startswith("results.json") else f"results.json: {error}"
+        print(f"{counted(len(unreadable), 'run')} cannot be read ({first.get('run_id')}: {why}"
+              f"{'; `harness runs --format csv`, column error, says why for each' if len(unreadable) > 1 else ''}): "
+              "the bench command that trained a run keeps its damaged results.json aside and resumes it")
 
 
 def _print_reproduced(store: Path, rows: list[dict[str, Any]]) -> None:

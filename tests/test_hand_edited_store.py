@@ -98,6 +98,8 @@ def test_a_results_record_of_the_wrong_shape_is_named_by_every_command_that_read
     assert main(["runs"]) == 0
     listing = capsys.readouterr().out
     assert "babi-lstm-smoke-s0-edited  unreadable" in listing and "babi-lstm-smoke-s0-intact  completed" in listing
+    assert (f"1 run cannot be read (babi-lstm-smoke-s0-edited: {said}): the bench command that trained a run keeps "
+            "its damaged results.json aside and resumes it") in listing  # what is wrong, and what mends it
     row = next(row for row in index(runs) if row["run_id"] == damaged.name)
     assert row["status"] == "unreadable" and said in row["error"]
     assert load_run(damaged / "results.json", runs).status == UNREADABLE
