@@ -793,7 +793,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     + "; ".join(f"{d.name} -> {d.folder}/" for d in CATALOGUE.values())
                                     + ". An interrupted download resumes; a second fetch does nothing.")
     p.add_argument("name", help=", ".join(CATALOGUE))
-    p.add_argument("--dest", default=None, help="the data folder (default: $HARNESS_DATA_DIR)")
+    p.add_argument("--dest", default=None, type=_folder, help="the data folder (default: $HARNESS_DATA_DIR)")
     p.add_argument("--url", default=None, help="download from this address instead (a mirror); for a dataset of "
                                                "several files, the folder address")
     p.add_argument("--sha256", default=None, metavar="HEX", help="the SHA-256 the download must have")

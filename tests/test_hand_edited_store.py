@@ -22,8 +22,12 @@ BABI_LSTM = ("--task", "babi", "--model", "lstm", "--profile", "smoke")
 
 
 def refused(capsys: pytest.CaptureFixture[str], args: list[str], fragment: str) -> str:
-    """Run ``harness <args>``: exit code 2 and one ``error:`` line on stderr containing ``fragment``."""
-    code = main(args)
+    """Run ``harness <args>``: exit code 2 and one ``error:`` line on stderr containing ``fragment`` (argparse's own
+    refusals exit through SystemExit)."""
+    try:
+        code = main(args)
+    except SystemExit as exc:
+        code = exc.code
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and fragment in err[0], (code, err)
     return err[0]
@@ -139,3 +143,9 @@ def test_a_trained_run_edited_by_hand_resumes_and_its_config_cut_short_is_named_
     run.config_path.write_text(yaml.safe_dump({key: value for key, value in config.items() if key != "train"}))
     refused(capsys, ["predict", run.path.name], f"{run.config_path} lacks train, which the model or its evaluation "
             "needs (damaged, or written by an older harness); the run cannot be predicted")
+
+
+def test_data_fetch_dest_empty_is_refused_not_read_as_the_data_folder(env: dict[str, str],
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    refused(capsys, ["data", "fetch", "mnist", "--dest", ""],
+            "argument --dest: an empty path; leave the option out for the default")
