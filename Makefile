@@ -114,7 +114,9 @@ perf-publish: $(STAMP)
 
 # Upload offline W&B runs (needs network and `wandb login`).
 sync: $(STAMP)
-	@store=$${HARNESS_RUNS_DIR:-runs}; runs=$$(find "$$store" -type d -name 'offline-run-*' 2>/dev/null); \
+	@if [ -n "$${HARNESS_RUNS_DIR+set}" ] && [ -z "$$HARNESS_RUNS_DIR" ]; then \
+	  echo "error: HARNESS_RUNS_DIR is set but empty; unset it for the default ./runs, or name a folder" >&2; exit 2; fi; \
+	store=$${HARNESS_RUNS_DIR:-runs}; runs=$$(find "$$store" -type d -name 'offline-run-*' 2>/dev/null); \
 	if [ -z "$$runs" ]; then echo "no offline W&B runs under $$store/"; \
 	elif $(BIN)/python -m harness.tracking; then $(BIN)/wandb sync $$runs; else exit 1; fi
 

@@ -57,3 +57,12 @@ def test_make_sweep_hands_on_a_profile_only_when_one_is_given(env):
     assert "--profile 'cpu'" in printed("PROFILE=cpu")
     assert "--profile" not in printed("PROFILE=")  # empty: the sweep file's profile, as without PROFILE
     assert "--profile" not in printed()
+
+
+def test_make_sync_refuses_an_empty_runs_dir_as_the_harness_does(env):
+    """``HARNESS_RUNS_DIR=`` (set, empty) is a mistake to the harness (harness/paths.py environment_folder), so
+    `make sync` does not read it as ./runs either."""
+    done = make("sync", env={**env, "HARNESS_RUNS_DIR": ""})
+    errors = [line for line in done.stderr.splitlines() if not MAKE_OWN_LINE.match(line)]
+    assert done.returncode == 2 and errors == ["error: HARNESS_RUNS_DIR is set but empty; unset it for the default "
+                                               "./runs, or name a folder"], done.stderr
