@@ -3,10 +3,10 @@
 A run that ended by its own rule (a validation target, its patience, its epoch or iteration limit) is trained by the
 same config without its time cap (which a slower machine could reach first; without a cap, the same run id). A
 supervised run that the time cap stopped is trained for the epochs up to
-its tested (best) checkpoint, without the cap (:func:`reports.tables.checkpoint_budget`), or, where that checkpoint is
+its tested (best) checkpoint, without the cap (:func:`reports.budgets.checkpoint_budget`), or, where that checkpoint is
 the validation the cap made part way through an epoch, for the optimiser steps it trained (``train.max_steps``,
-:func:`reports.tables.step_budget`); a stepwise one for the outer cycles it trained
-(:func:`reports.tables.cycle_budget`): budgets that no longer depend on the machine's speed.
+:func:`reports.budgets.step_budget`); a stepwise one for the outer cycles it trained
+(:func:`reports.budgets.cycle_budget`): budgets that no longer depend on the machine's speed.
 Each epoch's order, and each cycle's worlds, are drawn from the seed and CPU training is deterministic
 (harness/runners/supervised.py, harness/runners/stepwise.py), so on the same kind of CPU every figure comes back bit
 for bit; on another kind the arithmetic rounds differently, and the difference grows with training. The comparison
@@ -82,8 +82,10 @@ def processor(host: dict[str, Any]) -> str:
 def refusal(run: Any) -> str | None:
     """Why ``harness reproduce`` cannot train the run (a :class:`reports.store.RunRecord`) again so, or None when it
     can: a completed supervised single run or stepwise run, not capped or capped with a budget
-    (:func:`reports.tables.capped_budget`). The run page asks this too."""
-    from reports.tables import CURRICULUM, capped_budget, run_stop
+    (:func:`reports.budgets.capped_budget`). The run page asks this too."""
+    from reports.budgets import capped_budget
+    from reports.stops import run_stop
+    from reports.store import CURRICULUM
 
     if run.status != "completed":
         return f"{run.run_id} is {run.status}, not completed: there are no figures to reproduce"
@@ -109,15 +111,15 @@ def refusal(run: Any) -> str | None:
 def plan(run: Any) -> Plan:
     """How to train the stored run (a :class:`reports.store.RunRecord`) again; a :class:`UserError` saying why
     where it cannot be so (:func:`refusal`)."""
-    from reports.tables import (
+    from reports.budgets import (
         budget_settings,
         checkpoint_budget,
         cycle_budget,
         cycle_settings,
-        run_stop,
         step_budget,
         step_settings,
     )
+    from reports.stops import run_stop
 
     refused = refusal(run)
     if refused:

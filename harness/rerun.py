@@ -69,7 +69,7 @@ def with_options(command: str, options: list[str]) -> str:
 def rebuild(run_dir: Path, settings: dict[str, Any] | None = None) -> Rebuilt | str:
     """The stored run in ``run_dir`` composed again (:class:`Rebuilt`), or why it cannot be. A member of a stack is
     rerun with its stack (``--seeds``, its members' seeds), as it was trained. ``settings`` (dotted config keys)
-    change the stored config first, e.g. a training budget (:func:`reports.tables.checkpoint_budget`): a run of
+    change the stored config first, e.g. a training budget (:func:`reports.budgets.checkpoint_budget`): a run of
     another config, so no note on its id."""
     results = json.loads((run_dir / "results.json").read_text())
     stored = yaml.safe_load((run_dir / "config.yaml").read_text())

@@ -707,8 +707,9 @@ def exported_metrics(run: RunRecord) -> dict[str, float | None]:
 def _record(run: RunRecord, code: CodeStatus) -> dict[str, Any]:
     from harness.runners.tune import SWEEP_TAG
     from reports.readme import setting
+    from reports.run_progress import curve_progress, recorded_wall_time
+    from reports.stops import stop_rule
     from reports.store import cfg_get
-    from reports.tables import curve_progress, recorded_wall_time, stop_rule
 
     results, reached = run.results, curve_progress(run)
     section = "rl" if run.is_rl else "stepwise" if run.is_stepwise else "train"

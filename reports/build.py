@@ -41,7 +41,19 @@ from markupsafe import Markup
 from harness.errors import UserError, listed
 from harness.paths import check_can_create_in
 from harness.runs import check_named_store, check_store_root, default_runs_dir, store_named_as
-from reports import figure_cache, figures, tables
+from reports import (
+    budgets,
+    facts,
+    figure_cache,
+    figures,
+    index_tables,
+    paper_tables,
+    rl_tables,
+    run_progress,
+    run_tables,
+    stops,
+    tables,
+)
 from reports.floors import dead_floor, load_floor
 from reports.papers import PaperSpec, load_papers
 from reports.store import REFERENCE, UNREADABLE, YOURS, RunRecord, load_stores, variant_label
@@ -79,19 +91,19 @@ def _run_info(run: RunRecord) -> dict[str, Any]:
     dirty = git.get("dirty")
     best = results.get("best") if isinstance(results.get("best"), dict) else None
     throughput = results.get("throughput") if isinstance(results.get("throughput"), dict) else {}
-    part = tables.last_epoch_part(run) if run.status == "completed" else None
+    part = stops.last_epoch_part(run) if run.status == "completed" else None
     cut_short = (f" (the time cap cut the last one short: {100 * part:.0f}% of it trained)" if part is not None else
                  f" (the time cap stopped it within its first epoch, after {results['steps']:,} steps)"
-                 if tables.capped_in_first_epoch(run) else "")
-    shown = tables.progress(run)
+                 if stops.capped_in_first_epoch(run) else "")
+    shown = run_progress.progress(run)
     return {
         **shown, "epochs": f"{shown['epochs']}{cut_short}",
         "best": f"{best.get('metric')} = {tables.fmt(best.get('value'), 4)} at step {fmt_count(best.get('step'))}, "
                 f"epoch {fmt_count(best.get('epoch'))}" if best else "–",
-        "stopped_by": tables.stop_rule(run) or "–",
+        "stopped_by": stops.stop_rule(run) or "–",
         "same_checkpoint": _same_checkpoint(run), "reproducible": _reproducible(run),
         "reproduce_budget": _reproduce_budget(run), "reproduce_elsewhere": _reproduces_itself(run),
-        "wall": tables.wall_time(run, _number(results.get("wall_time_s"), " s")),
+        "wall": run_progress.wall_time(run, _number(results.get("wall_time_s"), " s")),
         "throughput": ", ".join(f"{k} = {tables.fmt(v, 1)}" for k, v in sorted(throughput.items())) or "–",
         "data_source": results.get("data_source") or "–", "device": _device(results),
         "commit": git.get("commit") or "unknown",
@@ -141,7 +153,7 @@ def _reproduces_itself(run: RunRecord) -> bool:
     (``--runs-dir``)."""
     from harness.reproduce import without_cap
 
-    return run.origin == YOURS and tables.capped_budget(run) is None and not without_cap(run)
+    return run.origin == YOURS and budgets.capped_budget(run) is None and not without_cap(run)
 
 
 MACHINE_FIELDS = ("processor", "cpu_id", "cpu_capability", "cpus", "torch_threads", "gpu", "gpu_tf32")
@@ -161,9 +173,9 @@ def _machine_text(machine: dict[str, Any]) -> str:
 
 def _same_checkpoint(run: RunRecord) -> str | None:
     """For a run the time cap stopped, the command that trains its budget without the cap, on a machine of any speed
-    (:func:`reports.tables.capped_budget`: a supervised run's epochs, or steps, up to its tested checkpoint, a
+    (:func:`reports.budgets.capped_budget`: a supervised run's epochs, or steps, up to its tested checkpoint, a
     stepwise run's cycles); None for other runs, or where its config no longer composes."""
-    settings = tables.capped_budget(run)
+    settings = budgets.capped_budget(run)
     if settings is None or not (run.path / "config.yaml").is_file():
         return None
     from harness.rerun import reproduce
@@ -292,7 +304,7 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
 
     present = [store for store in stores if store["exists"]]
     compared = [run for run in runs if not run.reproduces]  # a reproduce check is listed, never compared again
-    matrix = tables.matrix(compared, papers)
+    matrix = index_tables.matrix(compared, papers)
     render("index.html", "", "the index", "index.html",
            title=SITE_TITLE, runs_found=bool(runs),
            no_runs_message=_no_runs_message(stores),
@@ -300,14 +312,14 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
                    for s in present] or [{"label": "the run store", "path": stores[0]["path"] if stores else "–",
                                           "n": 0}],
            n_runs=len(runs), status_summary=tables.status_summary(runs),
-           matrix=matrix, rankings=tables.rankings(compared), groups=tables.run_groups(runs),
+           matrix=matrix, rankings=index_tables.rankings(compared), groups=index_tables.run_groups(runs),
            papers=[{"page": p.page, "title": p.title, "citation": p.citation} for p in papers],
-           provenance=tables.provenance(runs))
+           provenance=index_tables.provenance(runs))
     for paper in papers:
         render(paper.page, "", f"the {paper.name} page", "paper.html",
                title=paper.title, paper=paper,
-               tables=[tables.compare_table(compared, table) for table in paper.tables],
-               facts=tables.fact_rows(paper.facts, compared, files_root),
+               tables=[paper_tables.compare_table(compared, table) for table in paper.tables],
+               facts=facts.fact_rows(paper.facts, compared, files_root),
                figures=_markup_figures(figures.paper_figures(compared, paper)))
     kept = _FigureCache(figure_folder)
     pages.update(_run_pages(runs, env, nav, jobs, load_floor(files_root / "results"), kept))
@@ -346,9 +358,9 @@ def _run_page(env: Environment, nav: list[dict[str, str]], run: RunRecord, floor
         drawn = (kept or _FigureCache(None)).figures(run)
         context = dict(
             title=f"{run.run_id} ({run.status})", run=run,
-            variant=variant_label(run) if run.results else "–", info=_run_info(run), rl=tables.rl_summary(run),
-            stepwise=_stepwise_info(run, floor), metrics=tables.metric_rows(run.metrics), stages=tables.stage_rows(run),
-            predictions=tables.predictions_view(run),
+            variant=variant_label(run) if run.results else "–", info=_run_info(run), rl=rl_tables.rl_summary(run),
+            stepwise=_stepwise_info(run, floor), metrics=run_tables.metric_rows(run.metrics),
+            stages=run_tables.stage_rows(run), predictions=run_tables.predictions_view(run),
             figures=_markup_figures(drawn["figures"]),
             rollout=_markup_figures(drawn["rollout"]),
             pictures=_picture_items(run) if run.is_stepwise else [],

@@ -24,6 +24,7 @@ from typing import Any
 
 from reports.babi_generator import babi_generator_section
 from reports.markdown import table as _table
+from reports.paper_tables import above_line
 from reports.papers import PaperSpec, TableSpec, load_papers
 from reports.perf import speed_section
 from reports.readme_cells import mean_of, mean_sd, metric_values, minutes, run_ids
@@ -31,6 +32,7 @@ from reports.readme_world import STREAM_TASKS, world_setting, world_state_sectio
 from reports.reproduced import carried_section
 from reports.reproduced import section as reproduced_section
 from reports.settings import differences
+from reports.stops import capped_in_first_epoch, epochs_text, last_epoch_part, run_stop
 from reports.store import (
     ALL_OPERATIONS,
     CURRICULUM,
@@ -46,7 +48,6 @@ from reports.store import (
     telling_keys,
     variant_label,
 )
-from reports.tables import above_line, capped_in_first_epoch, epochs_text, last_epoch_part, run_stop
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -596,7 +597,7 @@ def _training(run: RunRecord) -> str:
 
 
 def _ended_by(run: RunRecord) -> str | None:
-    """What ended a supervised run before its epoch limit (:func:`reports.tables.run_stop`); at the time cap, with
+    """What ended a supervised run before its epoch limit (:func:`reports.stops.run_stop`); at the time cap, with
     the training throughput it ran at, since how far a capped run got depends on the machine."""
     stop = run_stop(run)
     if stop is None or stop.kind == "epoch_limit":

@@ -15,7 +15,8 @@ import pytest
 
 from harness.runners.predictions import disagreeing
 from harness.runs import FLOAT32_SLACK
-from reports.tables import SOLVED_TOLERANCE, predictions_view
+from reports.run_tables import predictions_view
+from reports.solved import SOLVED_TOLERANCE
 
 
 def page_view(tmp_path: Path, acc: float, reported: float, gpu: str | None = None) -> dict[str, Any]:

@@ -438,8 +438,8 @@ def test_a_last_epoch_cut_short_by_the_time_cap_counts_as_the_part_trained_and_n
     import pandas as pd
 
     from reports.readme import _training
+    from reports.stops import epochs_text, last_epoch_part, stop_rule
     from reports.store import RunRecord
-    from reports.tables import epochs_text, last_epoch_part, stop_rule
 
     def run(validated: list[int], best_epoch: int, **train: object) -> RunRecord:
         config = {"train": {"max_epochs": 20, "max_time_s": 600, "monitor": "val/acc", "monitor_mode": "max",
@@ -499,8 +499,8 @@ def test_a_capped_runs_tested_checkpoint_is_an_epoch_budget_where_it_closed_a_wh
     validated at its last step."""
     import pandas as pd
 
+    from reports.budgets import checkpoint_budget
     from reports.store import RunRecord
-    from reports.tables import checkpoint_budget
 
     def run(validated: list[int], best_epoch: int, max_time_s: float | None = 600, **results: object) -> RunRecord:
         config = {"train": {"max_epochs": 20, "max_time_s": max_time_s, "monitor": "val/acc", "monitor_mode": "max",
@@ -520,7 +520,7 @@ def test_a_capped_runs_tested_checkpoint_is_an_epoch_budget_where_it_closed_a_wh
     assert checkpoint_budget(run([100, 200, 250], 2, attempts=[{}, {}])) is None
 
     # where no epochs reach it (the cut-short epoch's validation, or the only one): the steps it trained
-    from reports.tables import capped_budget, step_budget
+    from reports.budgets import capped_budget, step_budget
 
     assert step_budget(run([100, 200, 250], 3)) == 250 and step_budget(run([250], 1)) == 250
     assert capped_budget(run([100, 200, 250], 3)) == {"train.max_steps": 250, "train.max_time_s": None}
@@ -537,8 +537,9 @@ def test_a_stepwise_run_reads_as_stopped_by_its_own_rules_and_a_capped_one_has_i
     """run_stop for a stepwise run: its validation target, its iteration limit, else its time cap; cycle_budget:
     the cycles a capped one trained (none for another stop, a GPU run or a resumed one), capped_budget the settings
     that train them without the cap."""
+    from reports.budgets import capped_budget, cycle_budget
+    from reports.stops import run_stop
     from reports.store import RunRecord
-    from reports.tables import capped_budget, cycle_budget, run_stop
 
     def run(steps: int, best: float, **results: object) -> RunRecord:
         config = {"stepwise": {"iterations": 1000, "max_time_s": 1800, "stop_at": 0.99}}

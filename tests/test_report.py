@@ -458,8 +458,8 @@ def test_paper_schema_errors(tmp_path: Path) -> None:
 def test_rankings_compare_models_only_within_one_setting(tmp_path: Path):
     """Models are ranked per task and setting (task variant and data, protocol, algorithm, profile): bAbI
     task 1 is never ranked against task 2, nor official files against generated data."""
+    from reports.index_tables import rankings
     from reports.store import assign_variants, load_store
-    from reports.tables import rankings
 
     runs = tmp_path / "runs"
     task1 = {"babi_id": 1, "data_set": "en-10k", "source": "files"}
@@ -538,8 +538,9 @@ def test_a_run_stating_a_key_added_later_at_its_neutral_value_is_one_configurati
 
 def test_relations_game_cells_report_the_held_out_object_sets(tmp_path: Path):
     """A task with held-out test sets (task.test_sets) is reported on them, not on the training object set."""
+    from reports.index_tables import headline, matrix
     from reports.store import HELD_OUT, load_store
-    from reports.tables import HELD_OUT_ACC, headline, matrix
+    from reports.tables import HELD_OUT_ACC
 
     runs = tmp_path / "runs"
     held_out = {"tasks": ["between"], "test_sets": ["hexominoes", "stripes"]}
@@ -555,9 +556,9 @@ def test_relations_game_cells_report_the_held_out_object_sets(tmp_path: Path):
 def test_verdict_table_colours_by_the_side_of_the_threshold(tmp_path: Path):
     """TPR-RNN's Table 3 gives only which tasks each ablation fails (error > 5%): a cell is green when ours falls
     on the paper's side of 5%, red when not, and the full model's run of the task is listed beside it."""
+    from reports.paper_tables import compare_table
     from reports.papers import load_paper
     from reports.store import assign_variants, load_store
-    from reports.tables import compare_table
 
     runs = tmp_path / "runs"
     files = {"babi_id": 3, "data_set": "en-10k", "source": "files"}
@@ -650,7 +651,7 @@ def test_a_killed_run_shows_as_such_with_the_progress_of_its_curves(tmp_path: Pa
 
 
 def test_a_supervised_run_page_says_what_stopped_it(tmp_path: Path) -> None:
-    """The run page's "stopped by" row: the rule that ended the run (reports.tables.stop_rule), "–" where none is
+    """The run page's "stopped by" row: the rule that ended the run (reports.stops.stop_rule), "–" where none is
     known (a failed run)."""
     from reports.build import _run_info
     from reports.store import load_store

@@ -14,9 +14,13 @@ import pandas as pd
 import pytest
 
 from reports.build import build_report, main
+from reports.facts import fact_rows
+from reports.index_tables import _best_variant
+from reports.paper_tables import _beside
 from reports.papers import load_papers
+from reports.rl_tables import _last_iteration
 from reports.store import RunRecord
-from reports.tables import TEST_ACC, _beside, _best_variant, _last_iteration, fact_rows
+from reports.tables import TEST_ACC
 from tests.run_records import run_record
 from tests.test_report import write_run
 
@@ -193,7 +197,7 @@ def test_a_game_of_life_run_page_shows_the_all_dead_floor_of_its_worlds() -> Non
 def test_a_ranked_entry_says_how_long_its_runs_trained_and_on_what() -> None:
     """Time-capped runs of one setting can differ tenfold in steps (a GPU's against one CPU thread's): each
     ranked entry names its runs' mean steps and any accelerator."""
-    from reports.tables import budget
+    from reports.index_tables import budget
 
     cpu = _run({"steps": 5121, "device": "cpu, 1 threads"})
     gpu = _run({"steps": 100000, "device": "cuda: NVIDIA H100"})

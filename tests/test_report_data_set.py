@@ -3,9 +3,9 @@ the task falls back to en's 1,000 examples) does not share a published number's 
 
 from __future__ import annotations
 
+from reports.index_tables import setting_label
 from reports.settings import differences, sets_read
 from reports.store import RunRecord
-from reports.tables import setting_label
 from tests.run_records import run_record
 
 SETTINGS = {"task.source": "files", "task.data_set": {"any_of": ["en-10k", "en-valid-10k"]}}

@@ -27,8 +27,8 @@ def test_null_and_booleans_read_as_the_config_spells_them() -> None:
 def test_a_published_figure_reads_with_its_unit_after_the_number() -> None:
     """The page writes a fact's unit after its published text: a text that goes on past the number (a remark
     in brackets) read "≈ 90 (the only one of the five to reach 90) %"; the remark belongs in the note."""
+    from reports.facts import fact_rows
     from reports.papers import load_papers
-    from reports.tables import fact_rows
 
     papers = load_papers(Path(__file__).resolve().parents[1] / "reports" / "papers")
     for paper in papers:
@@ -43,7 +43,10 @@ def test_a_published_figure_reads_with_its_unit_after_the_number() -> None:
 def test_steps_and_epochs_are_thousands_separated_like_every_other_count() -> None:
     """The runs table mixed "1606" and "14,664 (its curves, up to where it diverged)" in one column, and the run
     page's "steps / epochs" read "4458 / 16" where the rankings say "5,922 steps"."""
-    from reports.tables import TEST_ACC, progress, run_row, stage_rows
+    from reports.index_tables import run_row
+    from reports.run_progress import progress
+    from reports.run_tables import stage_rows
+    from reports.tables import TEST_ACC
 
     run = run_record(rel_path="x", results={"steps": 14664, "epochs": 16, "metrics": {"test/acc": 0.5}})
     assert progress(run) == {"steps": "14,664", "epochs": "16"}
@@ -90,7 +93,7 @@ def test_a_single_thread_is_singular_on_the_run_page():
 
 
 def test_the_runs_table_marks_a_stack_members_shared_wall_time():
-    from reports.tables import _stack_mark
+    from reports.index_tables import _stack_mark
 
     def run(results: dict) -> RunRecord:
         return run_record("a-s0", task="relations_game", model="mha", rel_path="x", results=results)

@@ -1,6 +1,7 @@
-"""The rankings' "solved k/n" and how fast (reports/tables.py, reports/solved.yaml): on a small hand-written store
-(seeds that solve a task, one that does not, one whose curves lack the validation column, one whose validation
-never reached the threshold, a task without a threshold, an RL task), and on the shipped reference store."""
+"""The rankings' "solved k/n" and how fast (reports/solved.py, reports/index_tables.py, reports/solved.yaml): on a
+small hand-written store (seeds that solve a task, one that does not, one whose curves lack the validation column, one
+whose validation never reached the threshold, a task without a threshold, an RL task), and on the shipped reference
+store."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import pytest
 import yaml
 
 from reports.build import build_report
+from reports.index_tables import rankings, setting_label
+from reports.solved import SOLVED_FILE, Criterion, load_criteria
 from reports.store import RunRecord, assign_variants, load_run, load_store
-from reports.tables import SOLVED_FILE, Criterion, load_criteria, rankings, setting_label
 from tests.test_report import _curves, _rl_rows, _write_csv, write_rl_run, write_run
 
 ROOT = Path(__file__).resolve().parents[1]

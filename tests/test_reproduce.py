@@ -253,8 +253,9 @@ def test_a_stepwise_run_is_trained_again_and_a_capped_one_for_the_cycles_it_trai
     """A Game of Life smoke run (the Updater-Extractor, 6 cycles, a 30-step rollout) ends by its iteration limit and
     comes back bit for bit by its own config; capped after its first cycles, it comes back by those cycles without
     the cap, every figure (validation, test, rollout) equal."""
+    from reports.budgets import cycle_budget
+    from reports.stops import run_stop
     from reports.store import load_run
-    from reports.tables import cycle_budget, run_stop
 
     runs, results = Path(env["HARNESS_RUNS_DIR"]), tmp_path / "results"
     assert main(["bench", "--task", "game_of_life", "--model", "updater_extractor", "--profile", "smoke"]) == 0

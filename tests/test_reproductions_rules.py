@@ -97,7 +97,7 @@ def _stored(status: str = "completed") -> Any:
 
 def test_a_capped_run_with_an_epoch_budget_is_trained_again_and_a_run_not_completed_is_refused():
     from harness.reproduce import refusal
-    from reports.tables import checkpoint_budget
+    from reports.budgets import checkpoint_budget
 
     assert checkpoint_budget(_stored()) == 2 and refusal(_stored()) is None
     for status in ("diverged", "running", "failed"):

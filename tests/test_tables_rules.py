@@ -1,13 +1,14 @@
-"""Rules of the rankings' numbers (:func:`reports.tables.rankings`): a configuration's mean and its sample standard
-deviation are over its seeds, each seed counted once (the latest completed run of a seed trained twice)."""
+"""Rules of the rankings' numbers (:func:`reports.index_tables.rankings`): a configuration's mean and its sample
+standard deviation are over its seeds, each seed counted once (the latest completed run of a seed trained twice)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from reports.index_tables import rankings
 from reports.store import RunRecord, assign_variants, load_store
-from reports.tables import mean_sd, rankings
+from reports.tables import mean_sd
 from tests.run_records import run_record
 from tests.test_report import write_run
 
@@ -36,7 +37,7 @@ def test_mean_sd_is_the_sample_standard_deviation():
 
 def test_a_matrix_cell_counts_a_seed_trained_twice_once():
     """Three completed runs, two of them seed 0: 3 runs of 2 seeds."""
-    from reports.tables import matrix
+    from reports.index_tables import matrix
 
     runs = [run_record(name, results={"seed": seed, "metrics": {"test/acc": 0.5}}, config={"seed": seed})
             for name, seed in (("a", 0), ("b", 0), ("c", 1))]
@@ -55,7 +56,7 @@ def test_models_of_equal_means_rank_by_name():
 def test_a_generated_run_tested_on_the_files_is_ranked_under_its_data_set():
     """A run trained on generated data and also tested on the official files read en-10k's test file: its setting
     names the set; one tested on generated data only read no files and names none."""
-    from reports.tables import setting_label
+    from reports.index_tables import setting_label
 
     def run(task: dict[str, Any]) -> RunRecord:
         return run_record(results={"profile": "cpu"}, config={"task": {"babi_id": 1, "data_set": "en-10k", **task}})
@@ -87,7 +88,7 @@ def test_an_attempt_left_running_and_resumed_by_a_later_one_is_listed_as_killed(
 
 
 def test_an_rl_runs_evaluation_gives_its_episode_length_and_a_run_from_before_it_a_dash():
-    from reports.tables import rl_summary
+    from reports.rl_tables import rl_summary
 
     metrics = {"eval/episode_return": 9.0, "eval/episodes": 20.0, "train/episode_len": 31.25}
     rows = {row["name"]: row for row in rl_summary(run_record(task="boxworld", results={
