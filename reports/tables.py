@@ -64,6 +64,7 @@ def status_summary(runs: list[RunRecord]) -> str:
 
 
 def as_number(value: Any) -> float | None:
+    """``value`` as a float where it is a finite int or float (not a bool); None otherwise."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     number = float(value)
@@ -77,6 +78,7 @@ def fmt_count(value: Any) -> str:
 
 
 def fmt_percent(value: float | None) -> str:
+    """A fraction as a percentage with one decimal (``0.953`` as ``"95.3"``); a dash for none."""
     return fmt(100 * value) if value is not None else "–"
 
 
