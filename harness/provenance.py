@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from harness.code_changes import Change
 
 CODE_PACKAGES = ("harness", "tasks", "models")
-NOT_COMPUTING = ("harness/cli.py", "harness/runs.py", "harness/tracking.py", "harness/registry.py",
+NOT_COMPUTING = ("harness/cli.py", "harness/cli_parser.py", "harness/cli_runs.py", "harness/runs.py",
+                 "harness/tracking.py", "harness/registry.py",
                  "harness/config.py", "harness/schema.py", "harness/errors.py", "harness/paths.py",
                  "harness/provenance.py", "harness/publish.py", "harness/__init__.py", "harness/runners/tune.py",
                  "harness/runners/sweep_file.py",

@@ -1,6 +1,6 @@
-"""The command line's contract for user mistakes (harness/cli.py): each is exit code 2 and one ``error:`` line
-naming what is wrong, refused before anything is trained or written; and the rest of its small logic, each rule
-stated by hand on a tiny input.
+"""The command line's contract for user mistakes (harness/cli.py, cli_parser.py, cli_runs.py): each is exit code 2
+and one ``error:`` line naming what is wrong, refused before anything is trained or written; and the rest of its
+small logic, each rule stated by hand on a tiny input.
 
 * ``--seeds`` takes seeds up to the schema's largest seed, that one included.
 * ``report --jobs`` is at least 1; ``reproduce``'s ``--minutes``, ``--list`` and ``--jobs`` go with
@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from harness import cli
-from harness.cli import _headline, _seed_list, _table, main
+from harness.cli import _seed_list, _table, main
+from harness.cli_runs import _headline
 from harness.config import max_seed
 from harness.errors import UserError
 
