@@ -433,4 +433,8 @@ def _main(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m harness.cli` runs this file as __main__, while the parser takes the commands from the module
+    # harness.cli (harness/cli_parser.py): run that module's main, so that one copy of this file holds every state.
+    from harness.cli import main as cli_main
+
+    sys.exit(cli_main())
