@@ -1,6 +1,6 @@
 """The command lines of the speed benchmarks (the ``bench_*.py`` modules that ``make perf`` runs): a mistake in a
 value is refused before anything is measured, in one line on stderr with exit code 2 (the harness's way,
-:class:`harness.cli.HarnessParser`), never a traceback or a record of nonsense.
+:class:`harness.cli_parser.HarnessParser`), never a traceback or a record of nonsense.
 
     parser = bench_parser("tasks.listops.bench_generator", __doc__.splitlines()[0])
     parser.add_argument("--n", type=at_least(1), default=2000)
@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from harness.cli import HarnessParser
+from harness.cli_parser import HarnessParser
 
 if TYPE_CHECKING:
     import torch

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli_parser import HarnessParser as HarnessParser  # its home, for the benchmarks' own command lines
 from harness.cli_parser import build_parser
 from harness.errors import INTERRUPTED, SweepStopped, UserError, counted, listed
 from harness.registry import REGISTRY

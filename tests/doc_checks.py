@@ -321,6 +321,7 @@ def module_file(module: str) -> Path | None:
     return next((file for file in (path.with_suffix(".py"), path / "__main__.py") if file.is_file()), None)
 
 
+COMMAND_LINE = ("harness.cli", "harness.cli_parser")  # the harness command's own options, not a module's
 PROJECT_IMPORT = re.compile(rf"^from ((?:{'|'.join(PROJECT_FOLDERS)})(?:\.\w+)+) import", re.M)
 
 
@@ -332,7 +333,7 @@ def module_options(module: str) -> set[str]:
         return set()
     text = file.read_text()
     sources = [text, *(imported.read_text() for name in PROJECT_IMPORT.findall(text)  # not the command line's
-                       if name != "harness.cli" and (imported := module_file(name)) is not None)]
+                       if name not in COMMAND_LINE and (imported := module_file(name)) is not None)]
     return {option for source in sources for option in re.findall(r"[\"'](--[\w-]+)[\"']", source)}
 
 
