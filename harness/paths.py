@@ -62,9 +62,8 @@ def check_data_dir() -> None:
     so is a cache folder that cannot be one."""
     from harness.errors import UserError
 
-    value = os.environ.get("HARNESS_DATA_DIR")
-    data_dir()  # an empty value is refused first
-    if value is not None and not Path(value).is_dir():
+    value, folder = os.environ.get("HARNESS_DATA_DIR"), data_dir()  # an empty value is refused by data_dir
+    if value is not None and not folder.is_dir():
         raise UserError(f"HARNESS_DATA_DIR={value} is not a folder; point it at the folder holding the datasets "
                         "or unset it to use ./data and the generators")
     check_writable_folder(cache_dir(), "HARNESS_CACHE_DIR" if "HARNESS_CACHE_DIR" in os.environ else "cache folder")
