@@ -344,9 +344,12 @@ def _check_babi_args(args: argparse.Namespace) -> None:
     if not args.out.strip():
         raise UserError("data babi --out is empty: name the folder to write into, e.g. "
                         "--out $HARNESS_DATA_DIR/babi/en-10k")
+    from tasks.babi.setting_checks import MAX_GENERATED_QUESTIONS
+
     for flag, count in (("--n-train", args.n_train), ("--n-test", args.n_test)):
-        if count < 1:
-            raise UserError(f"data babi {flag} must be at least 1, got {count}")
+        if not 1 <= count <= MAX_GENERATED_QUESTIONS:
+            raise UserError(f"data babi {flag} must be between 1 and {MAX_GENERATED_QUESTIONS:,} (100 times the "
+                            f"en-10k release's 10,000 a task), got {count:,}")
     if args.seed < 0:  # task.generator_seed cannot name it: no run could generate these files again
         raise UserError(f"data babi --seed {args.seed}: a seed is an integer >= 0")
     from tasks.babi.generator import SUPPORTED_TASKS

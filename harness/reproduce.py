@@ -31,6 +31,7 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.rerun import Rebuilt, rebuild, with_options
+from harness.runners.signals import wait_passing_on_signals
 
 INTERRUPTED = 130
 
@@ -277,10 +278,8 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
         args[cut:cut] = ["--runs-dir", str(runs_dir)]
         environment, threads = same_threads(run)
         print(f"  {f'OMP_NUM_THREADS={threads} ' if threads else ''}{chosen.rebuilt.command}", flush=True)
-        try:
-            code = subprocess.run([sys.executable, "-m", "harness.cli", *args], check=False,
-                                  env=environment).returncode
-        except KeyboardInterrupt:
+        code, interrupted = train([sys.executable, "-m", "harness.cli", *args], environment)
+        if interrupted:  # the run is stored (interrupted, or completed just before): the same command goes on
             print("interrupted; the same command resumes the run", file=sys.stderr)
             return INTERRUPTED
     now = _completed(target) or {}
@@ -308,6 +307,13 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
         else:
             print(f"recorded in {append(results_dir, check)}")
     return 0 if figures and all(figure.equal for figure in figures) else 1
+
+
+def train(command: list[str], environment: dict[str, str] | None) -> tuple[int, bool]:
+    """Run ``command`` (a ``harness bench``) until it ends, each Ctrl-C or SIGTERM passed on to it
+    (:func:`harness.runners.signals.wait_passing_on_signals`): its exit code, and whether a signal came."""
+    with subprocess.Popen(command, env=environment) as child:
+        return wait_passing_on_signals(child)
 
 
 def _mark_reproduction(target: Path, now: dict[str, Any], of: str) -> dict[str, Any]:

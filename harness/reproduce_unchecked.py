@@ -40,6 +40,7 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.reproduce import INTERRUPTED, cpu_relation, machine, processor, refusal, reproduce_run
+from harness.runners.signals import terminate_as_interrupt
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,8 @@ def reproduce_unchecked(runs_dir: Path, results_dir: Path | None, record: bool, 
         print("\n".join(queue_lines(found, results_dir, minutes)))
         return 0
     if jobs > 1:
-        return side_by_side(found, runs_dir, results_dir, record, Budget(minutes), jobs)
+        with terminate_as_interrupt():  # a SIGTERM to this process alone stops every check, as Ctrl-C does
+            return side_by_side(found, runs_dir, results_dir, record, Budget(minutes), jobs)
     budget, outcomes = Budget(minutes), {}
     for index, candidate in enumerate(found, 1):
         if not budget.fits(candidate):

@@ -11,6 +11,7 @@ import pytest
 from harness.cli import main
 from harness.errors import UserError
 from harness.schema import FLOAT32_MAX, KeyType, check_value
+from tests.conftest import ROOT
 
 BABI_TPR = ("--task", "babi", "--model", "tpr_rnn", "--profile", "smoke")
 BABI_LSTM = ("--task", "babi", "--model", "lstm", "--profile", "smoke")
@@ -165,9 +166,22 @@ def test_data_babi_refuses_bad_output_folders_and_counts(env, tmp_path, capsys):
     if not NO_PROC:
         refused(capsys, ["data", "babi", "--out", "/proc/x", "--ids", "1"], "cannot write into /proc")
     out = tmp_path / "data"
-    refused(capsys, ["data", "babi", "--out", str(out), "--n-train", "0", "--ids", "1"], "--n-train must be at least 1")
-    refused(capsys, ["data", "babi", "--out", str(out), "--n-test", "-1", "--ids", "1"], "--n-test must be at least 1")
+    between = "must be between 1 and 1,000,000"
+    refused(capsys, ["data", "babi", "--out", str(out), "--n-train", "0", "--ids", "1"], f"--n-train {between}")
+    refused(capsys, ["data", "babi", "--out", str(out), "--n-test", "-1", "--ids", "1"], f"--n-test {between}")
+    refused(capsys, ["data", "babi", "--out", str(out), "--n", "100000000", "--ids", "1"],  # a typo: 50 GB of text
+            f"--n-train {between} (100 times the en-10k release's 10,000 a task), got 100,000,000")
     assert afile.read_text() == "mine" and not out.exists()
+
+
+def test_the_generated_question_counts_have_one_bound_for_data_babi_and_for_runs() -> None:
+    import yaml
+
+    from tasks.babi.setting_checks import MAX_GENERATED_QUESTIONS
+
+    bounds = yaml.safe_load((ROOT / "tasks" / "babi" / "task.yaml").read_text())["schema"]
+    for key in ("task.generator_train_questions", "task.generator_test_questions"):
+        assert bounds[key]["max"] == MAX_GENERATED_QUESTIONS
 
 
 def test_data_babi_writes_a_task_named_twice_once(env, tmp_path, capsys):

@@ -289,6 +289,13 @@ def test_a_folder_with_some_of_lras_files_names_the_missing_ones(tmp_path, monke
         ListOpsTask(task_cfg(source="files")).describe_data()
 
 
+def test_an_original_test_split_that_is_a_folder_is_said_to_be_one_not_missing(tmp_path, monkeypatch):
+    (tmp_path / "listops" / "test_d20s.tsv").mkdir(parents=True)
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(tmp_path))
+    with pytest.raises(UserError, match=r"test_d20s.tsv is a folder, not the file \("):
+        ListOpsTask(task_cfg(source="generator", test_on=["original"])).describe_data()
+
+
 @pytest.mark.parametrize("layout", ["lra_release/listops-1000", "lra_release/lra_release/listops-1000"])
 def test_the_release_is_found_unpacked_into_the_data_folder_or_into_its_lra_release(tmp_path, monkeypatch, layout):
     folder = tmp_path / layout

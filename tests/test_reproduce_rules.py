@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -100,7 +99,7 @@ def _reproduce_with_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, st
     record = json.loads((stored / "results.json").read_text())
     (stored / "results.json").write_text(json.dumps({**record, "machine": XEON, **(stored_extra or {})}))
 
-    def stand_in(command: list[str], check: bool, env: dict[str, str]) -> SimpleNamespace:
+    def stand_in(command: list[str], environment: dict[str, str] | None) -> tuple[int, bool]:
         args = command[command.index("bench"):]
         target = Path(args[args.index("--runs-dir") + 1]) / "babi" / "lstm" / chosen[0]
         target.mkdir(parents=True)
@@ -108,7 +107,7 @@ def _reproduce_with_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, st
             {"run_id": chosen[0], "status": "completed", "metrics": new_metrics, "machine": EPYC,
              "finished_at": "2026-12-01T00:00:00Z", "wall_time_s": 3.0, "git": {"commit": "c", "dirty": False},
              "code": {"files": {"tasks/babi/task.py": "0123456789abcdef"}}}))
-        return SimpleNamespace(returncode=0)
+        return 0, False  # exit code 0, no signal came
 
     real_plan = reproduce.plan
     chosen: list[str] = []
@@ -120,7 +119,7 @@ def _reproduce_with_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, st
 
     monkeypatch.setattr(reproduce, "plan", plan)
     monkeypatch.setattr(reproduce, "check_same_data_now", lambda *args: None)  # tested in its own file
-    monkeypatch.setattr(reproduce.subprocess, "run", stand_in)
+    monkeypatch.setattr(reproduce, "train", stand_in)
     code = reproduce.reproduce_run(stored.name, runs_dir, results_dir, record=True)
     again = json.loads((runs_dir / "babi" / "lstm" / chosen[0] / "results.json").read_text())
     return code, results_dir, again

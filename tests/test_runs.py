@@ -137,6 +137,19 @@ def test_sigterm_is_stored_as_interrupted_and_the_same_command_resumes(stopped: 
     assert_same_as_uninterrupted(stopped.run, stopped.straight)
 
 
+def test_a_run_copied_to_another_store_resumes_with_its_best_score(stopped: Stopped, tmp_path: Path) -> None:
+    """Copied to another store (another --runs-dir, another machine), the stopped run resumes with the best score its
+    checkpoint holds (Lightning reloads it only in the directory the checkpoint was saved in: the next validation
+    would replace best.ckpt however it scored) and ends as the uninterrupted run does."""
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(stopped.pristine, moved / stopped.run.relative_to(stopped.run.parents[2]))
+    resumed = run_cli([*SUPERVISED, "--runs-dir", str(moved)], stopped.environ)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming from" in resumed.stdout
+    assert "dirpath has changed" not in resumed.stdout + resumed.stderr
+    assert_same_as_uninterrupted(only_run(moved), stopped.straight)
+
+
 def cut_in_half(relative: str) -> Callable[[Path], None]:
     def damage(run: Path) -> None:
         path = run / relative
@@ -183,6 +196,18 @@ def test_damaged_file_is_named_kept_aside_and_the_run_ends_as_if_never_stopped(
     assert aside.name in saying[0]
     assert aside.read_bytes() == damaged_bytes  # kept as it was, never deleted
     assert_same_as_uninterrupted(run, in_process.straight)
+
+
+def test_a_run_stopped_before_any_checkpoint_says_once_that_it_starts_again(
+        in_process: Stopped, capsys: pytest.CaptureFixture[str]) -> None:
+    for checkpoint in (in_process.run / "checkpoints").glob("*.ckpt"):  # as a kill before the first one leaves it
+        checkpoint.unlink()
+    code = main(in_process.args)
+    out, err = capsys.readouterr()
+    assert code == 0, err[-2000:]
+    assert "(starting again: no checkpoint was saved;" in out
+    assert "no intact checkpoint" not in out  # nothing was damaged: the header has said it all
+    assert_same_as_uninterrupted(in_process.run, in_process.straight)
 
 
 def test_force_starts_afresh_and_never_deletes_a_damaged_file(in_process: Stopped,

@@ -197,22 +197,45 @@ def killed_at_five_then_resumed(cfg: Any, run_path: Path, monkeypatch: pytest.Mo
                                 resume_seed: int | None = None) -> dict[str, Any]:
     """Train ``cfg`` (seed 0) into ``run_path`` with a Ctrl-C at cycle 5, after the checkpoint of cycle 3, then run
     the same command again (torch seeded with ``resume_seed`` first, where given): the resumed run's results."""
+    killed_at_five(cfg, run_path, monkeypatch)
+    if resume_seed is not None:
+        torch.manual_seed(resume_seed)
+    return stepwise.train_stepwise(cfg, RememberTheBit(), TinyRecurrent(), Run(run_path), Tracker())
+
+
+def killed_at_five(cfg: Any, run_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Train ``cfg`` (seed 0) into ``run_path`` with a Ctrl-C at cycle 5, after the checkpoint of cycle 3."""
     real_cycle, calls = stepwise.train_cycle, {"n": 0}
 
-    def killed_at_five(*args: Any, **kwargs: Any) -> Any:
+    def interrupted_at_five(*args: Any, **kwargs: Any) -> Any:
         calls["n"] += 1
         if calls["n"] == 5:
             raise KeyboardInterrupt
         return real_cycle(*args, **kwargs)
 
-    monkeypatch.setattr(stepwise, "train_cycle", killed_at_five)
+    monkeypatch.setattr(stepwise, "train_cycle", interrupted_at_five)
     torch.manual_seed(0)
     with pytest.raises(KeyboardInterrupt):
         stepwise.train_stepwise(cfg, RememberTheBit(), TinyRecurrent(), Run(run_path), Tracker())
     monkeypatch.setattr(stepwise, "train_cycle", real_cycle)
-    if resume_seed is not None:
-        torch.manual_seed(resume_seed)
-    return stepwise.train_stepwise(cfg, RememberTheBit(), TinyRecurrent(), Run(run_path), Tracker())
+
+
+@pytest.mark.parametrize("left", ["no checkpoint", "a damaged checkpoint"])
+def test_training_from_the_start_is_said_only_where_a_checkpoint_was_damaged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], left: str) -> None:
+    """Where no checkpoint was saved, the run's header says it starts again (harness.runners.existing_run); the
+    runner adds nothing. A damaged one is named, and that training starts from the beginning."""
+    cfg = config()
+    killed_at_five(cfg, tmp_path, monkeypatch)
+    for checkpoint in (tmp_path / "checkpoints").glob("*.ckpt"):
+        if left == "no checkpoint":
+            checkpoint.unlink()
+        else:
+            checkpoint.write_bytes(b"not a checkpoint")
+    capsys.readouterr()
+    stepwise.train_stepwise(cfg, RememberTheBit(), TinyRecurrent(), Run(tmp_path), Tracker())
+    said = capsys.readouterr().out
+    assert ("no intact checkpoint: training from the start" in said) == (left == "a damaged checkpoint")
 
 
 def curve_without_timing(run_path: Path) -> list[dict[str, str]]:

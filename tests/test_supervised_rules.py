@@ -184,3 +184,22 @@ def test_the_time_cap_stops_training_and_validates_there(tmp_path: Path) -> None
     summary, run = _fit(tmp_path, Scripted([0.5], delay_s=0.05), _cfg(max_time_s=0.01))
     assert summary["steps"] == 1 and summary["epochs"] == 1
     assert int(load_checkpoint(run.last_checkpoint)["global_step"]) == 1
+
+
+def test_a_checkpoint_saved_in_another_directory_reloads_its_best_score_with_its_paths_moved(tmp_path: Path) -> None:
+    from harness.runners.supervised import LastAfterEveryValidation
+
+    before, now = tmp_path / "store-a" / "checkpoints", tmp_path / "store-b" / "checkpoints"
+    saved = LastAfterEveryValidation(dirpath=before, filename="best", monitor="val/acc", mode="max", save_top_k=1,
+                                     save_last=True, enable_version_counter=False)
+    saved.best_model_score, saved.best_model_path = torch.tensor(0.75), str(before / "best.ckpt")
+    saved.best_k_models = {str(before / "best.ckpt"): torch.tensor(0.75)}
+    saved.kth_best_model_path = saved.best_model_path
+    saved.kth_value, saved.last_model_path = torch.tensor(0.75), str(before / "last.ckpt")
+    resumed = LastAfterEveryValidation(dirpath=now, filename="best", monitor="val/acc", mode="max", save_top_k=1,
+                                       save_last=True, enable_version_counter=False)
+    resumed.load_state_dict(saved.state_dict())
+    assert resumed.best_model_score == 0.75 and resumed.kth_value == 0.75  # ranks the next validation against it
+    assert resumed.best_model_path == resumed.kth_best_model_path == str(now.resolve() / "best.ckpt")
+    assert resumed.last_model_path == str(now.resolve() / "last.ckpt")
+    assert resumed.best_k_models == {str(now.resolve() / "best.ckpt"): 0.75}

@@ -1,9 +1,10 @@
 """What a run computes: its task and data, its model (seeded), and the runner that trains it.
 
-The launcher (:mod:`harness.runners.launch`) organises a run: its directory, resuming, statuses and
-provenance. This module holds the part of a run's life that decides its numbers: building the task and its
-data fingerprint, loading the data, seeding, building the model, and handing both to the supervised,
-curriculum or RL runner. It is part of every run's code fingerprint (:mod:`harness.provenance`).
+The launcher (:mod:`harness.runners.launch`) organises a run: its directory, statuses and provenance, and with
+:mod:`harness.runners.existing_run`, what is done with a run directory that exists already (resuming). This module
+holds the part of a run's life that decides its numbers: building the task and its data fingerprint, loading the
+data, seeding, building the model, and handing both to the supervised, curriculum or RL runner. It is part of every
+run's code fingerprint (:mod:`harness.provenance`).
 """
 
 from __future__ import annotations

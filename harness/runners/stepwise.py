@@ -235,6 +235,7 @@ def train_stepwise(cfg: DictConfig, task: Any, model: Any, run: Run, tracker: An
     done, elapsed, best, finished, rates = 0, 0.0, None, False, []
     sums: dict[str, float] = {}  # the training numbers of the cycles since the last curve row, and their count:
     count = 0  # checkpointed, so a run resumed between two rows writes the next one over the same cycles
+    any_checkpoint = run.last_checkpoint.exists() or run.best_checkpoint.exists()
     checkpoint = load_intact(run, ("last", "best"))
     if checkpoint is not None:
         model.load_state_dict(checkpoint["model"])
@@ -247,7 +248,7 @@ def train_stepwise(cfg: DictConfig, task: Any, model: Any, run: Run, tracker: An
         sums, count = dict(saved.get("log_sums", {})), int(saved.get("log_count", 0))
         torch.set_rng_state(saved["torch_rng"])
         print(f"resuming after cycle {done} ({elapsed:.0f} s of training)", flush=True)
-    elif curves.rows:
+    elif any_checkpoint:  # each was damaged (said above); where none was saved, the run's header said so
         print("no intact checkpoint: training from the start", flush=True)
     curves.truncate_after(done)
 

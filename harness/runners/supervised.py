@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -201,6 +202,15 @@ class LastAfterEveryValidation(ModelCheckpoint):
         score (under another key Lightning would start ranking afresh and could replace a better best.ckpt)."""
         return "ModelCheckpoint" + super().state_key.removeprefix(type(self).__qualname__)
 
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Lightning reloads the best score only when the checkpoint was saved in this very directory; a run whose
+        store was moved or copied (another ``--runs-dir``, another machine) would then let its next validation
+        replace ``best.ckpt`` however it scored. Its paths are taken to where the run is now, and all of it reloads."""
+        saved_in = state_dict.get("dirpath")
+        if saved_in and self.dirpath and saved_in != self.dirpath:
+            state_dict = relocated(state_dict, saved_in, self.dirpath)
+        super().load_state_dict(state_dict)
+
     def _save_topk_checkpoint(self, trainer: pl.Trainer, monitor_candidates: dict[str, torch.Tensor]) -> None:
         super()._save_topk_checkpoint(trainer, monitor_candidates)
         self._ranked_at = trainer.global_step
@@ -220,6 +230,19 @@ class LastAfterEveryValidation(ModelCheckpoint):
     def _save_last_if_ranked(self, trainer: pl.Trainer) -> None:
         if self.save_last and self._ranked_at == trainer.global_step != self._last_saved_at:
             self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
+
+
+def relocated(state: dict[str, Any], saved_in: str, now_in: str) -> dict[str, Any]:
+    """A ``ModelCheckpoint`` state saved in the directory ``saved_in`` with its paths in ``now_in`` instead (the same
+    file names); paths elsewhere are kept as they are."""
+    def moved(path: Any) -> Any:
+        if isinstance(path, str) and path and os.path.dirname(path) == saved_in:
+            return os.path.join(now_in, os.path.basename(path))
+        return path
+
+    paths = ("best_model_path", "kth_best_model_path", "last_model_path")
+    return {**state, "dirpath": now_in, **{key: moved(state[key]) for key in paths if key in state},
+            "best_k_models": {moved(path): score for path, score in (state.get("best_k_models") or {}).items()}}
 
 
 def _loader(dataset: TensorDictDataset, batch_size: int, sampler: EpochShuffleSampler | None = None) -> DataLoader:
@@ -302,10 +325,11 @@ def train_and_test(cfg: DictConfig, data: TaskData, model: nn.Module, run: Run, 
     sampler = EpochShuffleSampler(len(data.train), seed=int(cfg.seed))
     train_loader = _loader(data.train, train_cfg.batch_size, sampler)
     val_loader = _loader(data.val, train_cfg.eval_batch_size)
+    saved = run.last_checkpoint.exists() or run.best_checkpoint.exists()
     resume = intact_checkpoint(run)
     if resume is not None:
         print(f"resuming from {resume}", flush=True)
-    elif recorder.curves.rows:
+    elif saved:  # each was damaged (said above); where none was saved, the run's header said so
         print("no intact checkpoint: training from the start", flush=True)
     if resume is None or not fit_stopped_early(resume):
         trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader,

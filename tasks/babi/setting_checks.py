@@ -20,6 +20,11 @@ from omegaconf import OmegaConf
 from harness.errors import UserError
 from harness.paths import cache_dir, shown_path
 
+MAX_GENERATED_QUESTIONS = 1_000_000
+"""The most questions the generator writes for one split of one task (``harness data babi --n-train/--n-test``; the
+same bound on ``task.generator_*_questions`` in ``task.yaml``): 100 times the en-10k release's 10,000; task 3's
+million training questions fill about 0.5 GB."""
+
 
 def check_settings(task_cfg: Any) -> None:
     """The run's settings (:func:`check_trim_batches`), the cached generated files it would read

@@ -123,8 +123,10 @@ class ListOpsTask:
         if source == "original":
             path = self.original_file()
             if path is None:
-                raise UserError(f"ListOps: task.test_on names 'original' but {data_dir() / 'listops' / ORIGINAL_TEST} "
-                                f"is missing ({data_dir_label()}); get it from the ListOps release "
+                where = data_dir() / "listops" / ORIGINAL_TEST
+                state = "a folder, not the file" if where.is_dir() else "missing"
+                raise UserError(f"ListOps: task.test_on names 'original' but {where} is {state} "
+                                f"({data_dir_label()}); get it from the ListOps release "
                                 "(nyu-mll/spinn, branch listops-release)")
             return [path]
         return []
