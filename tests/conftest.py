@@ -50,6 +50,13 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return {**os.environ, **values}
 
 
+def command_environ(base: Path) -> dict[str, str]:
+    """The environment of commands run in a subprocess by a module's fixture: a cache under ``base``, the staged data,
+    W&B off, and a default run store that no command uses (each names its own ``--runs-dir``)."""
+    return {**os.environ, "HARNESS_DATA_DIR": str(SHARED_DATA), "HARNESS_CACHE_DIR": str(base / "cache"),
+            "HARNESS_RUNS_DIR": str(base / "unused"), "WANDB_MODE": "disabled"}
+
+
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``harness <args>`` in a fresh interpreter, from the project root."""
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, env=env, capture_output=True,

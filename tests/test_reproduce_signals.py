@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.runners.signals import terminate_as_interrupt
-from tests.conftest import ROOT, SHARED_DATA, only_run, run_cli
+from tests.conftest import ROOT, command_environ, only_run, run_cli
 from tests.test_runs import wait_for
 
 STORED = ["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "task.source=generator",
@@ -33,8 +33,7 @@ class Store:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     base = tmp_path_factory.mktemp("reproduce-signals")
-    environ = {**os.environ, "HARNESS_DATA_DIR": str(SHARED_DATA), "HARNESS_CACHE_DIR": str(base / "cache"),
-               "HARNESS_RUNS_DIR": str(base / "unused"), "WANDB_MODE": "disabled"}
+    environ = command_environ(base)
     trained = run_cli([*STORED, "--runs-dir", str(base / "results")], environ)
     assert trained.returncode == 0, trained.stderr
     return Store(base / "results", only_run(base / "results"), environ)

@@ -17,7 +17,15 @@ import pytest
 
 from harness.cli import main
 from harness.runs import CurveWriter, Run, atomic_write_text, new_results
-from tests.conftest import ROOT, SHARED_DATA, curves, only_run, requires_loopback_only, run_cli, run_cli_loopback
+from tests.conftest import (
+    ROOT,
+    command_environ,
+    curves,
+    only_run,
+    requires_loopback_only,
+    run_cli,
+    run_cli_loopback,
+)
 
 
 def test_atomic_write_leaves_only_the_file(tmp_path):
@@ -108,8 +116,7 @@ def wait_for(pattern: str, root: Path, proc: subprocess.Popen, timeout: float = 
 @pytest.fixture(scope="module")
 def stopped(tmp_path_factory: pytest.TempPathFactory) -> Stopped:
     base = tmp_path_factory.mktemp("stopped")
-    environ = {**os.environ, "HARNESS_DATA_DIR": str(SHARED_DATA), "HARNESS_CACHE_DIR": str(base / "cache"),
-               "HARNESS_RUNS_DIR": str(base / "unused"), "WANDB_MODE": "disabled"}
+    environ = command_environ(base)
     straight = run_cli([*SUPERVISED, "--runs-dir", str(base / "straight")], environ)
     assert straight.returncode == 0, straight.stderr
     args = [*SUPERVISED, "--runs-dir", str(base / "runs")]
