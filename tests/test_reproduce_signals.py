@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,3 +75,21 @@ def test_a_sigterm_after_a_ctrl_c_is_not_a_second_interrupt_while_a_second_ctrl_
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def _sleeper(seconds: float) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+
+
+def test_a_sigterm_while_waiting_is_passed_on_and_a_ctrl_c_the_shell_ignores_stays_ignored() -> None:
+    from harness.runners.signals import wait_passing_on_signals
+
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    assert wait_passing_on_signals(_sleeper(30)) == (-signal.SIGTERM, True)  # the child ended by the SIGTERM passed on
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a background job
+    try:
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        assert wait_passing_on_signals(_sleeper(1)) == (0, False)  # it slept on
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -79,8 +79,8 @@ def wait_passing_on_signals(child: subprocess.Popen[bytes]) -> tuple[int, bool]:
     (:func:`terminate_as_interrupt`: a terminal's Ctrl-C reaches the child itself too). This process keeps waiting
     until the child has stored its run as interrupted: ``subprocess.run`` kills its child a quarter of a second
     after a Ctrl-C, before a large run is stored, and a SIGTERM sent to this process alone would end it and leave
-    the child training. Returns the child's exit code and whether a signal came. Only the main thread can own signal
-    handlers; elsewhere this only waits."""
+    the child training. A signal this process ignores (a background job's Ctrl-C) stays ignored. Returns the child's
+    exit code and whether a signal came. Only the main thread can own signal handlers; elsewhere this only waits."""
     if threading.current_thread() is not threading.main_thread():
         return child.wait(), False
     came: list[int] = []
@@ -90,8 +90,8 @@ def wait_passing_on_signals(child: subprocess.Popen[bytes]) -> tuple[int, bool]:
         if child.poll() is None:
             child.send_signal(signal.SIGTERM)
 
-    passed = (signal.SIGINT, signal.SIGTERM)
-    previous = {number: signal.signal(number, pass_on) for number in passed}
+    passed = [number for number in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(number) is not signal.SIG_IGN]
+    previous = {number: signal.signal(number, pass_on) for number in passed}  # one ignored (a background job) stays so
     try:
         return child.wait(), bool(came)
     finally:
