@@ -379,13 +379,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _end_quietly_on_ctrl_c(code: int) -> None:
-    """The command has returned and stored what it did; a Ctrl-C while the interpreter cleans up (torch's and W&B's
-    exit handlers) ends the process at once, exit code 130 as any Ctrl-C, with a line saying so, rather than a
-    traceback from an exit handler or, later, a silent death. A Ctrl-C the shell told this process to ignore (a
-    background job) stays ignored."""
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        return
-
+    """The command has returned and stored what it did; a Ctrl-C or SIGTERM while the interpreter cleans up (torch's
+    and W&B's exit handlers) ends the process at once, exit code 130 as any Ctrl-C, with a line saying so, rather
+    than a traceback from an exit handler or, later, a silent death (or, for SIGTERM, a bare exit code -15). A signal
+    the shell told this process to ignore (a background job's Ctrl-C) stays ignored."""
     def handler(signum: int, frame: Any) -> None:
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -396,7 +393,10 @@ def _end_quietly_on_ctrl_c(code: int) -> None:
                     "stands\n".encode())
         os._exit(INTERRUPTED)
 
-    signal.signal(signal.SIGINT, handler)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, handler)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, handler)
 
 
 AFTER_CTRL_C = {

@@ -148,17 +148,18 @@ def test_ctrl_c_while_a_completed_run_is_stored_says_it_completed(env, monkeypat
 
 
 @pytest.mark.parametrize("ignored", [False, True])
-def test_ctrl_c_while_the_interpreter_exits_after_the_command_ends_with_a_line(env, ignored):
-    """A Ctrl-C after the command returned ends the process with a line and code 130; a Ctrl-C the process was
-    started to ignore (a background job's, as under CI's `make test &`) stays ignored. The child's SIGINT
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM], ids=["Ctrl-C", "SIGTERM"])
+def test_ctrl_c_while_the_interpreter_exits_after_the_command_ends_with_a_line(env, ignored, number):
+    """A Ctrl-C or SIGTERM after the command returned ends the process with a line and code 130; one the process
+    was started to ignore (a background job's Ctrl-C, as under CI's `make test &`) stays ignored. The child's
     disposition is set explicitly: it would otherwise inherit this test process's, which depends on how the suite
     was started."""
-    script = ("import os, signal, time\nfrom harness import cli\ncli._end_quietly_on_ctrl_c(0)\n"
-              "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(30 if not signal.getsignal(signal.SIGINT) == "
+    script = (f"import os, signal, time\nfrom harness import cli\ncli._end_quietly_on_ctrl_c(0)\n"
+              f"os.kill(os.getpid(), {int(number)})\ntime.sleep(30 if not signal.getsignal({int(number)}) == "
               "signal.SIG_IGN else 0)\n")
     disposition = signal.SIG_IGN if ignored else signal.SIG_DFL  # SIG_DFL: Python installs its KeyboardInterrupt
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, disposition))
+                          timeout=60, preexec_fn=lambda: signal.signal(number, disposition))
     if ignored:
         assert (done.returncode, done.stderr) == (0, "")
         return
