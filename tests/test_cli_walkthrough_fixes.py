@@ -116,12 +116,15 @@ def test_a_run_resumed_after_its_results_json_was_set_aside_says_resuming(env, c
 
 
 # 5. Ctrl-C after the run was stored as completed ---------------------------------------------------------------
-def test_ctrl_c_while_the_predictions_are_written_says_the_run_completed(env, monkeypatch, capsys):
-    def ctrl_c(*args, **kwargs):
+@pytest.mark.parametrize("how", ["Ctrl-C", "SIGTERM"])
+def test_ctrl_c_while_the_predictions_are_written_says_the_run_completed(env, monkeypatch, capsys, how):
+    def interrupted(*args, **kwargs):
+        if how == "SIGTERM":  # taken as Ctrl-C (it ended this process with a bare exit code -15)
+            signal.raise_signal(signal.SIGTERM)
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patched:  # (monkeypatch.undo would undo env's settings too)
-        patched.setattr(predictions_module, "write_after_run", ctrl_c)
+        patched.setattr(predictions_module, "write_after_run", interrupted)
         assert main(RELATIONS) == 130
     err = capsys.readouterr().err.strip().splitlines()
     run = only_run(Path(env["HARNESS_RUNS_DIR"]))

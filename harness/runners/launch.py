@@ -274,11 +274,12 @@ def _launch(composed: Composed, force: bool, runs_dir: Path | None) -> int:
     late = bool(deferred)  # Ctrl-C while the run was being stored as finished
     if not late:
         try:
-            print(_summary_line(run, results), flush=True)
-            if exit_code == 0 and prepared.loaded is not None and cfg.protocol.name == "single":
-                from harness.runners.predictions import write_after_run
+            with terminate_as_interrupt():  # a SIGTERM, too, leaves the line below rather than a bare exit code
+                print(_summary_line(run, results), flush=True)
+                if exit_code == 0 and prepared.loaded is not None and cfg.protocol.name == "single":
+                    from harness.runners.predictions import write_after_run
 
-                write_after_run(run, composed, prepared.loaded)
+                    write_after_run(run, composed, prepared.loaded)
         except KeyboardInterrupt:  # while its summary or predictions were written
             late = True
     if late:  # a completed run stands and the command stops here; any other run is interrupted as usual
