@@ -18,7 +18,7 @@ from harness.errors import UserError
 from harness.optim import build_optimizer
 from harness.runners.launch import launch
 from harness.runners.stacked import StackedTrainer, restack
-from harness.runners.stacked_launch import check_stackable, launch_stack
+from harness.runners.stacked_launch import check_stackable, launch_stack, split_resume_line
 from harness.runners.stacked_model import StackedClassifier, clip_per_member, member_losses
 from tests.conftest import SHARED_DATA, curves
 
@@ -200,6 +200,38 @@ def test_a_ctrl_c_between_two_members_checkpoints_waits_until_every_member_is_st
     epochs = {load_checkpoint(_run(runs, seed) / "checkpoints" / "last.ckpt")["epoch"] for seed in SEEDS}
     assert len(epochs) == 1, epochs
     assert len({len(curves(_run(runs, seed))) for seed in SEEDS}) == 1  # each member's rows up to that epoch
+
+
+def test_members_left_an_epoch_apart_resume_saying_they_train_as_several_stacks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A kill (SIGKILL, the OOM killer) or a failed write between two members' checkpoints leaves them an epoch
+    apart: they resume as two stacks, whose rounding differs from the whole stack's, and one line says so."""
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
+    original = StackedTrainer._save
+
+    def save_then_fail(self, member, index, *args):
+        original(self, member, index, *args)
+        if index == 0:  # the first member is stored; the others are not (as a SIGKILL here leaves them)
+            raise OSError("no space left on device")
+
+    monkeypatch.setattr(StackedTrainer, "_save", save_then_fail)
+    runs = tmp_path / "runs"
+    with pytest.raises(OSError):
+        launch_stack([_composed(seed) for seed in SEEDS], runs_dir=runs)
+    monkeypatch.setattr(StackedTrainer, "_save", original)
+    capsys.readouterr()
+    assert launch_stack([_composed(seed) for seed in SEEDS], runs_dir=runs) == 0
+    out = capsys.readouterr().out
+    assert ("the stack's unfinished members were stopped at different epochs (a kill or failed write between their "
+            "checkpoint writes): they resume as 2 stacks (2 from the start, 1 after epoch 1)") in out, out
+
+
+def test_the_split_line_names_each_group_and_only_unfinished_members() -> None:
+    assert split_resume_line([3, 3, 3]) is None
+    assert split_resume_line(["done", "done", 5]) is None  # finished members are only tested
+    assert split_resume_line([2, "solo", 2]) is None
+    assert "resume as 2 stacks (1 after epoch 1, 2 after epoch 2)" in str(split_resume_line([2, 1, 2]))
 
 
 def test_a_stack_whose_member_another_command_is_training_is_refused(tmp_path: Path,

@@ -287,6 +287,22 @@ def _resume_point(run: Run, max_epochs: int) -> str | int:
     return "done" if saved.get("fit_stopped") or epochs >= max_epochs else epochs
 
 
+def split_resume_line(points: list[str | int]) -> str | None:
+    """The line for unfinished members that resume at different epochs (None when they resume as one stack). Each
+    member's checkpoints are written one after another at an epoch's end; a kill (SIGKILL, the OOM killer, a crash)
+    or a failed write between two members' leaves them an epoch apart. They then train as one stack per epoch, whose
+    kernels add in another order than the whole stack's (a stack of one runs without ``vmap``): their figures from
+    there on can differ by rounding from an uninterrupted stack's, and from a reproduction of it."""
+    epochs = sorted({point for point in points if isinstance(point, int)})
+    if len(epochs) < 2:
+        return None
+    groups = ", ".join(f"{points.count(epoch)} after epoch {epoch}" if epoch else f"{points.count(epoch)} from the "
+                       "start" for epoch in epochs)
+    return (f"the stack's unfinished members were stopped at different epochs (a kill or failed write between "
+            f"their checkpoint writes): they resume as {len(epochs)} stacks ({groups}), so their figures can differ "
+            "by rounding from an uninterrupted stack's")
+
+
 class StackLaunch:
     """The members of one stack, from their configs to their stored outcomes."""
 
@@ -437,6 +453,9 @@ class StackLaunch:
         snapshot_code()  # the members record the code loaded now, also if a file is edited while they train
         cfg = members[0].cfg
         points = [_resume_point(m.run, int(cfg.train.max_epochs)) for m in members]
+        apart = split_resume_line(points)
+        if apart:
+            print(apart, flush=True)
         summaries: dict[str, dict[str, Any]] = {}
         for point in dict.fromkeys(points):
             group = [i for i, p in enumerate(points) if p == point]
