@@ -50,7 +50,8 @@ def test_a_signal_to_reproduce_interrupts_the_run_it_trains_and_the_same_command
     runs = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *_reproduce(store, runs)], cwd=ROOT,
                             env=store.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # a process group of its own, as a terminal's job
+                            start_new_session=True,  # a process group of its own, as a terminal's job
+                            preexec_fn=_ctrl_c_heard)  # not inherited from the suite (ignored under `make test &`)
     wait_for("*/*/*/checkpoints/last.ckpt", runs, proc)  # its first epoch is stored: it trains
     if how.startswith("SIGTERM"):
         proc.send_signal(signal.SIGTERM)  # the training child is not sent it
@@ -67,14 +68,24 @@ def test_a_signal_to_reproduce_interrupts_the_run_it_trains_and_the_same_command
         assert "figures is equal, bit for bit" in again.stdout
 
 
+def _ctrl_c_heard() -> None:
+    """A child's Ctrl-C disposition as in a terminal's foreground job, whatever this suite's is (SIG_DFL: Python
+    installs its KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_a_sigterm_after_a_ctrl_c_is_not_a_second_interrupt_while_a_second_ctrl_c_is() -> None:
-    with terminate_as_interrupt():
-        with pytest.raises(KeyboardInterrupt):
-            os.kill(os.getpid(), signal.SIGINT)
-        os.kill(os.getpid(), signal.SIGTERM)  # ignored: the run is being interrupted already
-        with pytest.raises(KeyboardInterrupt):
-            os.kill(os.getpid(), signal.SIGINT)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, whatever the suite's
+    try:
+        with terminate_as_interrupt():
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)  # ignored: the run is being interrupted already
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def _sleeper(seconds: float) -> subprocess.Popen[bytes]:
