@@ -321,33 +321,36 @@ def test_the_unchecked_queue_holds_the_runs_of_this_machines_cpu_kind_not_checke
     """A run trained here qualifies, and one whose record names only this machine's processor (recorded before the
     CPU model was); one from another kind of CPU, one trained on a GPU and one without a machine record do not."""
     results = stored.parents[2]
-    here = json.loads((stored / "results.json").read_text())["machine"]
+    here, wall = (json.loads((stored / "results.json").read_text())[key] for key in ("machine", "wall_time_s"))
     hosts = {3: {"processor": "AMD EPYC", "cpu_id": "AuthenticAMD family 25 model 1 stepping 1",
                  "cpu_capability": "AVX2"}, 4: here, 5: {"processor": here["processor"]}, 6: None}
     for seed, host in hosts.items():
         run = write_run(results, "babi", "lstm", seed, metrics={"test/acc": 0.5})
         _edit(run, "results.json", lambda results, seed=seed, host=host: results.update(
-            {**({"machine": host} if host else {}), "wall_time_s": 0.5,
+            {**({"machine": host} if host else {}), "wall_time_s": wall / 2,  # cheaper however fast this machine is
              **({"device": "cuda: NVIDIA H200"} if seed == 4 else {})}))
     assert main(["reproduce", "--unchecked", "--list", "--results-dir", str(results)]) == 0
     lines = capfd.readouterr().out.strip().splitlines()
     assert [line.split()[2] for line in lines[:-1]] == ["babi-lstm-cpu-s5-a", stored.name], lines
     assert lines[-1].startswith("2 runs, ")
-    assert main(["reproduce", "--unchecked", "--list", "--minutes", "0.01", "--results-dir", str(results)]) == 0
-    assert capfd.readouterr().out.strip().splitlines()[-1] == "1 of them fit in --minutes 0.01 at the pace they trained"
+    minutes = f"{wall / 60:.6g}"  # the cheaper run fits, both (1.5 times as long) do not
+    assert main(["reproduce", "--unchecked", "--list", "--minutes", minutes, "--results-dir", str(results)]) == 0
+    assert capfd.readouterr().out.strip().splitlines()[-1] == f"1 of them fit in --minutes {minutes} at the pace " \
+                                                               "they trained"
 
 
 def test_the_unchecked_runs_are_trained_again_and_recorded_within_the_minutes_given(
         stored: Path, capfd: pytest.CaptureFixture[str]) -> None:
     results = stored.parents[2]
     queue = ["reproduce", "--unchecked", "--record", "--results-dir", str(results)]
-    assert main([*queue, "--minutes", "0.0001"]) == 0  # the run took longer: nothing trained
+    wall = json.loads((stored / "results.json").read_text())["wall_time_s"]
+    assert main([*queue, "--minutes", f"{wall / 120:.6g}"]) == 0  # the run took longer: nothing trained
     out = capfd.readouterr().out
     assert f"stopping before {stored.name}" in out and "0 of 0 runs trained again" in out
     assert "1 of the 1 in the queue not reached" in out
     broken = write_run(results, "babi", "gone", 7, metrics={"test/acc": 0.5})  # cheaper; its model is no more
     here = json.loads((stored / "results.json").read_text())["machine"]
-    _edit(broken, "results.json", lambda results: results.update(machine=here, wall_time_s=0.5))
+    _edit(broken, "results.json", lambda results: results.update(machine=here, wall_time_s=wall / 2))
     assert main(queue) == 1  # one run not trained
     out = capfd.readouterr().out
     assert "[1/2] babi-gone-cpu-s7-a" in out and "skipped babi-gone-cpu-s7-a: " in out
