@@ -374,11 +374,11 @@ def main(argv: list[str] | None = None) -> int:
     """The command line; ``argv`` None: this process's own (``harness ...``, ``python -m harness.cli ...``)."""
     code = _main(argv)
     if argv is None:
-        _end_quietly_on_ctrl_c(code)
+        _end_quietly_on_signal(code)
     return code
 
 
-def _end_quietly_on_ctrl_c(code: int) -> None:
+def _end_quietly_on_signal(code: int) -> None:
     """The command has returned and stored what it did; a Ctrl-C or SIGTERM while the interpreter cleans up (torch's
     and W&B's exit handlers) ends the process at once, exit code 130 as any Ctrl-C, with a line saying so, rather
     than a traceback from an exit handler or, later, a silent death (or, for SIGTERM, a bare exit code -15). A signal

@@ -157,7 +157,7 @@ def test_ctrl_c_while_the_interpreter_exits_after_the_command_ends_with_a_line(e
     was started to ignore (a background job's Ctrl-C, as under CI's `make test &`) stays ignored. The child's
     disposition is set explicitly: it would otherwise inherit this test process's, which depends on how the suite
     was started."""
-    script = (f"import os, signal, time\nfrom harness import cli\ncli._end_quietly_on_ctrl_c(0)\n"
+    script = (f"import os, signal, time\nfrom harness import cli\ncli._end_quietly_on_signal(0)\n"
               f"os.kill(os.getpid(), {int(number)})\ntime.sleep(30 if not signal.getsignal({int(number)}) == "
               "signal.SIG_IGN else 0)\n")
     disposition = signal.SIG_IGN if ignored else signal.SIG_DFL  # SIG_DFL: Python installs its KeyboardInterrupt

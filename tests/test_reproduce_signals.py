@@ -88,19 +88,25 @@ def test_a_sigterm_after_a_ctrl_c_is_not_a_second_interrupt_while_a_second_ctrl_
         signal.signal(signal.SIGINT, before)
 
 
-def _sleeper(seconds: float) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+def _waited_with(number: int, seconds: float) -> tuple[int, bool]:
+    """wait_passing_on_signals for a child that sleeps ``seconds``, this process sent signal ``number`` 0.3 s after
+    the child started; the timer is joined before returning, so that no signal lands after the test."""
+    from harness.runners.signals import wait_passing_on_signals
+
+    child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), number))
+    timer.start()
+    try:
+        return wait_passing_on_signals(child)
+    finally:
+        timer.join()
 
 
 def test_a_sigterm_while_waiting_is_passed_on_and_a_ctrl_c_the_shell_ignores_stays_ignored() -> None:
-    from harness.runners.signals import wait_passing_on_signals
-
-    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
-    assert wait_passing_on_signals(_sleeper(30)) == (-signal.SIGTERM, True)  # the child ended by the SIGTERM passed on
+    assert _waited_with(signal.SIGTERM, 30) == (-signal.SIGTERM, True)  # the child ended by the SIGTERM passed on
     before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a background job
     try:
-        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
-        assert wait_passing_on_signals(_sleeper(1)) == (0, False)  # it slept on
+        assert _waited_with(signal.SIGINT, 1) == (0, False)  # it slept on
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, before)
