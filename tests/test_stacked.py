@@ -18,6 +18,7 @@ from harness.errors import UserError
 from harness.optim import build_optimizer
 from harness.runners.launch import launch
 from harness.runners.stacked import StackedTrainer, restack
+from harness.runners.stacked_checkpoints import STAGED, EpochCheckpoints, settle_staged, staged
 from harness.runners.stacked_launch import check_stackable, launch_stack, split_resume_line
 from harness.runners.stacked_model import StackedClassifier, clip_per_member, member_losses
 from tests.conftest import SHARED_DATA, curves
@@ -202,17 +203,23 @@ def test_a_ctrl_c_between_two_members_checkpoints_waits_until_every_member_is_st
     assert len({len(curves(_run(runs, seed))) for seed in SEEDS}) == 1  # each member's rows up to that epoch
 
 
-def test_members_left_an_epoch_apart_resume_saying_they_train_as_several_stacks(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """A kill (SIGKILL, the OOM killer) or a failed write between two members' checkpoints leaves them an epoch
-    apart: they resume as two stacks, whose rounding differs from the whole stack's, and one line says so."""
-    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+def _no_staged_files(runs: Path) -> bool:
+    return not list(runs.rglob(f"*{STAGED}"))
+
+
+def test_a_failed_write_between_two_members_checkpoints_discards_that_epoch_and_resumes_as_one_stack(
+        stores: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A kill (SIGKILL, the OOM killer) or a failed write between two members' checkpoints left them an epoch apart,
+    to resume as two stacks whose rounding differs from the whole stack's; an epoch's checkpoints are now staged
+    and put in place only when every member's are written, so the stack trains that epoch again, as one."""
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(stores["root"] / "cache"))
     monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
     original = StackedTrainer._save
 
     def save_then_fail(self, member, index, *args):
         original(self, member, index, *args)
-        if index == 0:  # the first member is stored; the others are not (as a SIGKILL here leaves them)
+        if index == 0 and self.epoch == 1:  # the second epoch: the first member is written, the others are not
             raise OSError("no space left on device")
 
     monkeypatch.setattr(StackedTrainer, "_save", save_then_fail)
@@ -223,8 +230,58 @@ def test_members_left_an_epoch_apart_resume_saying_they_train_as_several_stacks(
     capsys.readouterr()
     assert launch_stack([_composed(seed) for seed in SEEDS], runs_dir=runs) == 0
     out = capsys.readouterr().out
-    assert ("the stack's unfinished members were stopped at different epochs (a kill or failed write between their "
-            "checkpoint writes): they resume as 2 stacks (2 from the start, 1 after epoch 1)") in out, out
+    assert f"{_run(runs, 0).name}: its staged checkpoint of epoch 2, which not every member had written, is " \
+           "discarded (the stack trains that epoch again)" in out, out
+    assert "resuming 3 member(s) after epoch 1" in out and "different epochs" not in out, out
+    assert _no_staged_files(runs)
+    for seed in SEEDS:  # the uninterrupted stack's numbers, bit for bit
+        assert curve_numbers(_run(runs, seed)) == curve_numbers(_run(stores["stack"], seed))
+
+
+def test_a_kill_while_the_staged_checkpoints_are_renamed_is_finished_on_resume(
+        stores: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Once every member's checkpoints are staged, a kill during the renames leaves some members' in place and
+    others' staged: the next start puts the rest in place (nothing is trained twice)."""
+    import os
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(stores["root"] / "cache"))
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
+    original, commits = EpochCheckpoints.commit, []
+
+    def commit_then_die(self: EpochCheckpoints) -> None:
+        commits.append(self)
+        if len(commits) == 1:
+            return original(self)
+        os.replace(*self.files[0])  # the first member's last.ckpt, then the kill
+        raise OSError("killed")
+
+    monkeypatch.setattr(EpochCheckpoints, "commit", commit_then_die)
+    runs = tmp_path / "runs"
+    with pytest.raises(OSError):
+        launch_stack([_composed(seed) for seed in SEEDS], runs_dir=runs)
+    monkeypatch.setattr(EpochCheckpoints, "commit", original)
+    capsys.readouterr()
+    assert launch_stack([_composed(seed) for seed in SEEDS], runs_dir=runs) == 0
+    out = capsys.readouterr().out
+    for seed in SEEDS[1:]:  # seed 0's last.ckpt was put in place before the kill (its best.ckpt maybe not)
+        assert f"{_run(runs, seed).name}: its checkpoints of epoch 2, which every member had written, are put in " \
+               "place" in out, out
+    for seed in SEEDS:
+        assert curve_numbers(_run(runs, seed)) == curve_numbers(_run(stores["stack"], seed))
+    assert "resuming" not in out and _no_staged_files(runs), out  # the members were only tested
+
+
+def test_a_staged_checkpoint_that_cannot_be_read_is_discarded(tmp_path: Path) -> None:
+    from harness.runs import Run
+
+    run = Run(tmp_path / "runs" / TASK / MODEL / "r")
+    run.checkpoint_dir.mkdir(parents=True)
+    staged(run.last_checkpoint).write_bytes(b"truncated")
+    assert settle_staged([run]) == ["r: its staged checkpoint that cannot be read is discarded (the stack trains that "
+                                    "epoch again)"]
+    assert not staged(run.last_checkpoint).exists()
+    assert settle_staged([run]) == []
 
 
 def test_the_split_line_names_each_group_and_only_unfinished_members() -> None:

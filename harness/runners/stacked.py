@@ -50,8 +50,9 @@ from harness.optim import LearningRatePolicy, build_optimizer
 from harness.runners.analysis import run_analysis
 from harness.runners.predictions import test_splits
 from harness.runners.recorder import RunRecorder
+from harness.runners.stacked_checkpoints import EpochCheckpoints
 from harness.runners.stacked_model import StackedClassifier, clip_per_member, member_losses
-from harness.runners.supervised import AtomicCheckpointIO, _quiet_lightning, load_checkpoint
+from harness.runners.supervised import _quiet_lightning, load_checkpoint
 from harness.runs import Run
 
 
@@ -324,15 +325,17 @@ class StackedTrainer:
         val_loss, val_acc = self._validate()
         monitor, mode = str(train_cfg.monitor), str(train_cfg.monitor_mode)
         keep = []
-        with signals_deferred() as came:  # every member's row and checkpoints of this epoch, or none: a Ctrl-C
-            for index, member in enumerate(self.active):  # between two members' writes left them an epoch apart,
-                view = member.view                        # to resume as two stacks
+        written = EpochCheckpoints([member.run for member in self.active])  # every member's or none (its module)
+        with signals_deferred() as came:  # and a Ctrl-C waits until they are all written
+            for index, member in enumerate(self.active):
+                view = member.view
                 view.global_step, view.current_epoch = self.step, self.epoch
                 view.callback_metrics = {"val/loss": val_loss[index], "val/acc": val_acc[index]}
                 member.recorder.on_validation_end(view, view)  # type: ignore[arg-type]
-                self._save(member, index, float(view.callback_metrics[monitor]), monitor, mode)
+                self._save(member, index, float(view.callback_metrics[monitor]), monitor, mode, written)
                 if not member.stopped:
                     keep.append(index)
+            written.commit()
         if came:  # Ctrl-C or SIGTERM during the writes, acted on now that they are whole
             raise KeyboardInterrupt
         if len(keep) < len(self.active):
@@ -343,16 +346,18 @@ class StackedTrainer:
         return evaluate(self.stack, self.data.val, int(self.train_cfg.eval_batch_size),
                         self.train_cfg.limit_eval_batches)
 
-    def _save(self, member: Member, index: int, value: float, monitor: str, mode: str) -> None:
-        """A member's stopping rules, then ``best.ckpt`` (when the monitor improved) and ``last.ckpt``."""
+    def _save(self, member: Member, index: int, value: float, monitor: str, mode: str,
+              written: EpochCheckpoints) -> None:
+        """A member's stopping rules, then its ``best.ckpt`` (when the monitor improved) and ``last.ckpt``, staged
+        in ``written`` until every member's are."""
         self._stopping_rules(member, value, monitor, mode)
         checkpoint = self._checkpoint(member, index)
         score = value if not math.isnan(value) else (-math.inf if mode == "max" else math.inf)  # as ModelCheckpoint
-        if _improved(score, member.best, mode):
+        improved = _improved(score, member.best, mode)
+        if improved:
             member.best = score
             checkpoint["harness"]["stacked"]["best"] = score
-            AtomicCheckpointIO().save_checkpoint(checkpoint, member.run.best_checkpoint)
-        AtomicCheckpointIO().save_checkpoint(checkpoint, member.run.last_checkpoint)
+        written.stage(member.run, checkpoint, best=improved)
 
     def _stopping_rules(self, member: Member, value: float, monitor: str, mode: str) -> None:
         """``train.stop_at`` (StopAtTarget) and ``train.early_stop_patience`` (EarlyStopping) for one member."""

@@ -15,7 +15,9 @@ on its own data) or :class:`harness.runners.stacked_optim.OptimStackedTrainer` (
   model that reads a tensor on the host, such as ``int(lengths.max())``, fails there), and a model that cannot
   is refused with one line before any run is stored (:class:`UnstackableModelError`); so is, whatever K, a model
   with state or gradient hooks of its own (:func:`unstacked_state`), which stacked parameters would lose.
-* Members resume from their own checkpoints: members checkpointed at the same epoch share a stack; a member whose
+* Members resume from their own checkpoints (an epoch's are every member's or none: a kill while they were written
+  is settled first, :func:`harness.runners.stacked_checkpoints.settle_staged`): members checkpointed at the same
+  epoch share a stack; a member whose
   checkpoint was written by the solo runner resumes alone with it; a finished member is only tested.
 * Each member ends ``completed``, ``diverged`` (its loss turned non-finite: it leaves the stack, the others go
   on), ``interrupted`` or ``failed``; its ``results.json`` records the stack (``stack``: the members' run ids)
@@ -66,6 +68,7 @@ from harness.runners.recorder import RunRecorder
 from harness.runners.run_checks import check_run_config
 from harness.runners.signals import signals_deferred, terminate_as_interrupt
 from harness.runners.stacked import Member, StackedTrainer
+from harness.runners.stacked_checkpoints import settle_staged
 from harness.runners.stacked_model import model_mismatch
 from harness.runners.sweep_file import flow
 from harness.runs import Run, default_runs_dir, run_dir
@@ -288,9 +291,10 @@ def _resume_point(run: Run, max_epochs: int) -> str | int:
 
 
 def split_resume_line(points: list[str | int]) -> str | None:
-    """The line for unfinished members that resume at different epochs (None when they resume as one stack). Each
-    member's checkpoints are written one after another at an epoch's end; a kill (SIGKILL, the OOM killer, a crash)
-    or a failed write between two members' leaves them an epoch apart. They then train as one stack per epoch, whose
+    """The line for unfinished members that resume at different epochs (None when they resume as one stack). An
+    epoch's checkpoints are every member's or none (:mod:`harness.runners.stacked_checkpoints`), but a member whose
+    ``last.ckpt`` was damaged resumes from its ``best.ckpt``, and a store written before the staging may hold
+    members an epoch apart. They then train as one stack per epoch, whose
     kernels add in another order than the whole stack's (a stack of one runs without ``vmap``): their figures from
     there on can differ by rounding from an uninterrupted stack's, and from a reproduction of it."""
     epochs = sorted({point for point in points if isinstance(point, int)})
@@ -298,9 +302,9 @@ def split_resume_line(points: list[str | int]) -> str | None:
         return None
     groups = ", ".join(f"{points.count(epoch)} after epoch {epoch}" if epoch else f"{points.count(epoch)} from the "
                        "start" for epoch in epochs)
-    return (f"the stack's unfinished members were stopped at different epochs (a kill or failed write between "
-            f"their checkpoint writes): they resume as {len(epochs)} stacks ({groups}), so their figures can differ "
-            "by rounding from an uninterrupted stack's")
+    return ("the stack's unfinished members hold checkpoints of different epochs (a damaged one set aside, or a "
+            f"store written before an epoch's checkpoints were staged): they resume as {len(epochs)} stacks "
+            f"({groups}), so their figures can differ by rounding from an uninterrupted stack's")
 
 
 class StackLaunch:
@@ -452,6 +456,8 @@ class StackLaunch:
 
         snapshot_code()  # the members record the code loaded now, also if a file is edited while they train
         cfg = members[0].cfg
+        for line in settle_staged([m.run for m in members]):  # an epoch's checkpoints a kill left half committed
+            print(line, flush=True)
         points = [_resume_point(m.run, int(cfg.train.max_epochs)) for m in members]
         apart = split_resume_line(points)
         if apart:
