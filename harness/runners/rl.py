@@ -19,8 +19,8 @@ Settings for 2 cores: one EnvRunner stepping a batch of boards, the learner in t
 learner, which would need a third CPU, and updates synchronously when ``num_learners`` is 0), a 50 ms sampler
 timeout instead of IMPALA's busy poll (``timeout_s_sampler_manager`` defaults to 0.0 there), workers at
 niceness 0 (:mod:`harness.runners.ray_session`). A learner trains on a GPU only when ``rl.num_gpus_per_learner``
-asks for one (the BoxWorld ``paper`` profiles: one remote learner on one GPU, as the paper's Table 1 setting);
-the env runners always step on CPUs.
+asks for one (the BoxWorld ``paper`` profiles: one remote learner on one GPU, as the reference notebook's cluster,
+dmurfet/2simplicialtransformer ``notebooks/training.ipynb``); the env runners always step on CPUs.
 """
 
 from __future__ import annotations
