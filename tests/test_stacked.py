@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -207,14 +208,28 @@ def _no_staged_files(runs: Path) -> bool:
     return not list(runs.rglob(f"*{STAGED}"))
 
 
+def _fail_then_resume(owner: type, name: str, failing: Any, runs: Path, stores: dict[str, Path],
+                      monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[Path, str]:
+    """Train the stack of seeds 0, 1, 2 with ``owner.name`` replaced by ``failing`` (which raises OSError), then
+    again as it is; returns the store and what the second command printed."""
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(stores["root"] / "cache"))
+    monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
+    original = getattr(owner, name)
+    monkeypatch.setattr(owner, name, failing)
+    with pytest.raises(OSError):
+        launch_stack([_composed(seed) for seed in SEEDS], runs_dir=runs)
+    monkeypatch.setattr(owner, name, original)
+    capsys.readouterr()
+    assert launch_stack([_composed(seed) for seed in SEEDS], runs_dir=runs) == 0
+    return runs, capsys.readouterr().out
+
+
 def test_a_failed_write_between_two_members_checkpoints_discards_that_epoch_and_resumes_as_one_stack(
         stores: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """A kill (SIGKILL, the OOM killer) or a failed write between two members' checkpoints left them an epoch apart,
     to resume as two stacks whose rounding differs from the whole stack's; an epoch's checkpoints are now staged
     and put in place only when every member's are written, so the stack trains that epoch again, as one."""
-    monkeypatch.setenv("HARNESS_CACHE_DIR", str(stores["root"] / "cache"))
-    monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
     original = StackedTrainer._save
 
     def save_then_fail(self, member, index, *args):
@@ -222,14 +237,8 @@ def test_a_failed_write_between_two_members_checkpoints_discards_that_epoch_and_
         if index == 0 and self.epoch == 1:  # the second epoch: the first member is written, the others are not
             raise OSError("no space left on device")
 
-    monkeypatch.setattr(StackedTrainer, "_save", save_then_fail)
-    runs = tmp_path / "runs"
-    with pytest.raises(OSError):
-        launch_stack([_composed(seed) for seed in SEEDS], runs_dir=runs)
-    monkeypatch.setattr(StackedTrainer, "_save", original)
-    capsys.readouterr()
-    assert launch_stack([_composed(seed) for seed in SEEDS], runs_dir=runs) == 0
-    out = capsys.readouterr().out
+    runs, out = _fail_then_resume(StackedTrainer, "_save", save_then_fail, tmp_path / "runs", stores, monkeypatch,
+                                  capsys)
     assert f"{_run(runs, 0).name}: its staged checkpoint of epoch 2, which not every member had written, is " \
            "discarded (the stack trains that epoch again)" in out, out
     assert "resuming 3 member(s) after epoch 1" in out and "different epochs" not in out, out
@@ -245,8 +254,6 @@ def test_a_kill_while_the_staged_checkpoints_are_renamed_is_finished_on_resume(
     others' staged: the next start puts the rest in place (nothing is trained twice)."""
     import os
 
-    monkeypatch.setenv("HARNESS_CACHE_DIR", str(stores["root"] / "cache"))
-    monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
     original, commits = EpochCheckpoints.commit, []
 
     def commit_then_die(self: EpochCheckpoints) -> None:
@@ -256,14 +263,8 @@ def test_a_kill_while_the_staged_checkpoints_are_renamed_is_finished_on_resume(
         os.replace(*self.files[0])  # the first member's last.ckpt, then the kill
         raise OSError("killed")
 
-    monkeypatch.setattr(EpochCheckpoints, "commit", commit_then_die)
-    runs = tmp_path / "runs"
-    with pytest.raises(OSError):
-        launch_stack([_composed(seed) for seed in SEEDS], runs_dir=runs)
-    monkeypatch.setattr(EpochCheckpoints, "commit", original)
-    capsys.readouterr()
-    assert launch_stack([_composed(seed) for seed in SEEDS], runs_dir=runs) == 0
-    out = capsys.readouterr().out
+    runs, out = _fail_then_resume(EpochCheckpoints, "commit", commit_then_die, tmp_path / "runs", stores,
+                                  monkeypatch, capsys)
     for seed in SEEDS[1:]:  # seed 0's last.ckpt was put in place before the kill (its best.ckpt maybe not)
         assert f"{_run(runs, seed).name}: its checkpoints of epoch 2, which every member had written, are put in " \
                "place" in out, out
