@@ -71,11 +71,10 @@ def _epochs_done(path: Path) -> int | None:
         return None
 
 
-def _reached(run_path: Path) -> int | None:
+def _reached(run: Run) -> int | None:
     """The epoch a member's checkpoints reach with its staged ``last.ckpt`` counted."""
-    checkpoints = run_path / "checkpoints"
-    waiting = staged(checkpoints / "last.ckpt")
-    return _epochs_done(waiting if waiting.exists() else checkpoints / "last.ckpt")
+    waiting = staged(run.last_checkpoint)
+    return _epochs_done(waiting if waiting.exists() else run.last_checkpoint)
 
 
 def _whole(run: Run, files: list[Path]) -> tuple[bool, int | None]:
@@ -87,7 +86,7 @@ def _whole(run: Run, files: list[Path]) -> tuple[bool, int | None]:
         epoch, others = int(saved["epochs_done"]), list(saved[KEY])
     except Exception:  # unreadable or foreign: not a commit to finish
         return False, None
-    return all(_reached((run.path / other).resolve()) == epoch for other in others), epoch
+    return all(_reached(Run((run.path / other).resolve())) == epoch for other in others), epoch
 
 
 def settle_staged(runs: list[Run]) -> list[str]:
@@ -109,7 +108,7 @@ def settle_staged(runs: list[Run]) -> list[str]:
             lines.append(f"{run.path.name}: its checkpoints of epoch {epoch}, which every member had written, are put "
                          "in place")
         else:
-            what = f"of epoch {epoch}, which not every member had written," if epoch else "that cannot be read"
+            what = "that cannot be read" if epoch is None else f"of epoch {epoch}, which not every member had written,"
             lines.append(f"{run.path.name}: its staged checkpoint {what} is discarded (the stack trains that epoch "
                          "again)")
     return lines
