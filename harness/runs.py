@@ -225,6 +225,12 @@ class Run:
     def best_checkpoint(self) -> Path:
         return self.checkpoint_dir / "best.ckpt"
 
+    @property
+    def has_epoch_checkpoint(self) -> bool:
+        """Whether ``last.ckpt`` or ``best.ckpt`` exists (the checkpoints of supervised, stepwise and stacked runs),
+        intact or not."""
+        return self.last_checkpoint.exists() or self.best_checkpoint.exists()
+
     def exists(self) -> bool:
         return self.results_path.exists()
 

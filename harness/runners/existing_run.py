@@ -210,10 +210,9 @@ def restore_config(run: Run, composed: Composed) -> None:
 def has_checkpoint(run: Run) -> bool:
     """Whether the run has a checkpoint its runner resumes from: ``last.ckpt`` or ``best.ckpt`` (supervised and
     stepwise runs), ``algorithm`` (RL runs), a curriculum's stage."""
-    own = (run.last_checkpoint, run.best_checkpoint, *(run.checkpoint_dir / name for name in ("algorithm",
-                                                                                            "algorithm.old")))
-    stages = run.path / "stages"
-    return any(path.exists() for path in own) or any(stages.glob("*/checkpoints/*.ckpt"))
+    algorithm = (run.checkpoint_dir / name for name in ("algorithm", "algorithm.old"))
+    return (run.has_epoch_checkpoint or any(path.exists() for path in algorithm)
+            or any((run.path / "stages").glob("*/checkpoints/*.ckpt")))
 
 
 def start_word(run: Run, results: dict[str, Any]) -> str:

@@ -235,7 +235,7 @@ def train_stepwise(cfg: DictConfig, task: Any, model: Any, run: Run, tracker: An
     done, elapsed, best, finished, rates = 0, 0.0, None, False, []
     sums: dict[str, float] = {}  # the training numbers of the cycles since the last curve row, and their count:
     count = 0  # checkpointed, so a run resumed between two rows writes the next one over the same cycles
-    any_checkpoint = run.last_checkpoint.exists() or run.best_checkpoint.exists()
+    any_checkpoint = run.has_epoch_checkpoint
     checkpoint = load_intact(run, ("last", "best"))
     if checkpoint is not None:
         model.load_state_dict(checkpoint["model"])

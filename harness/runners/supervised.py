@@ -325,7 +325,7 @@ def train_and_test(cfg: DictConfig, data: TaskData, model: nn.Module, run: Run, 
     sampler = EpochShuffleSampler(len(data.train), seed=int(cfg.seed))
     train_loader = _loader(data.train, train_cfg.batch_size, sampler)
     val_loader = _loader(data.val, train_cfg.eval_batch_size)
-    saved = run.last_checkpoint.exists() or run.best_checkpoint.exists()
+    saved = run.has_epoch_checkpoint
     resume = intact_checkpoint(run)
     if resume is not None:
         print(f"resuming from {resume}", flush=True)
