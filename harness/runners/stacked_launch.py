@@ -381,6 +381,8 @@ class StackLaunch:
                 raise UserError(f"run {composed.run_id} completed while this stack was being built (another "
                                 "command trained it); run the same command again to train the others")
         previous = [_existing(run, self.force, composed) for composed, _, run in self.todo]
+        for line in settle_staged([run for _, _, run in self.todo]):  # an epoch's checkpoints a kill left half
+            print(line, flush=True)                                  # committed, before the runs say how they start
         for (composed, _, _), prev in zip(self.todo, previous, strict=True):
             refuse_mixed_code(composed, prev)
         records = [_start(run, composed, prepared, prev)
@@ -456,8 +458,6 @@ class StackLaunch:
 
         snapshot_code()  # the members record the code loaded now, also if a file is edited while they train
         cfg = members[0].cfg
-        for line in settle_staged([m.run for m in members]):  # an epoch's checkpoints a kill left half committed
-            print(line, flush=True)
         points = [_resume_point(m.run, int(cfg.train.max_epochs)) for m in members]
         apart = split_resume_line(points)
         if apart:
