@@ -107,40 +107,48 @@ def test_simplicial_agent_trains_on_bridge_boxworld_and_reports_puzzle_types(env
     assert results["parameters"] > 100_000
 
 
+CARTPOLE_SMOKE = ["bench", "--task", "cartpole", "--model", "mlp_agent", "--profile", "smoke"]
+
+
+def _completed_cartpole_run(env: dict[str, str]) -> tuple[Path, dict]:
+    """The CartPole smoke run trained to the end: its folder and results."""
+    done = run_cli_loopback(CARTPOLE_SMOKE, env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_dir = next(Path(env["HARNESS_RUNS_DIR"]).glob("cartpole/mlp_agent/*"))
+    return run_dir, json.loads((run_dir / "results.json").read_text())
+
+
+def _resumed(env: dict[str, str]):  # noqa: ANN202 - subprocess.CompletedProcess
+    """The same command again, which must complete."""
+    again = run_cli_loopback(CARTPOLE_SMOKE, env)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    return again
+
+
 @requires_loopback_only
 @pytest.mark.xfail(strict=True, reason="harness/runners/rl.py resumes at results.json's env steps, which lag the "
                    "checkpoint when a kill lands between _save and _record")
 def test_a_resume_starts_where_the_checkpoint_is_when_results_lag_it(env):
-    args = ["bench", "--task", "cartpole", "--model", "mlp_agent", "--profile", "smoke"]
-    done = run_cli_loopback(args, env)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    run_dir = next(Path(env["HARNESS_RUNS_DIR"]).glob("cartpole/mlp_agent/*"))
-    results = json.loads((run_dir / "results.json").read_text())
+    run_dir, results = _completed_cartpole_run(env)
     first = curves(run_dir)[0]
     assert results["iterations"] >= 2 and int(first["epoch"]) == 1
     # A SIGKILL after _save swapped in the last checkpoint and before _record wrote its progress: results.json
     # still holds the previous checkpoint's progress (here the first iteration's).
     lagging = {**results, "status": "failed", "env_steps": int(first["step"]), "iterations": 1}
     (run_dir / "results.json").write_text(json.dumps(lagging))
-    again = run_cli_loopback(args, env)
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    again = _resumed(env)
     assert f"at {results['env_steps']:,} env steps" in again.stdout
     rows = [row for row in curves(run_dir) if row.get("train/episode_return")]
-    assert [int(row["epoch"]) for row in rows] == list(range(1, len(rows) + 1))
-    assert rows[1]["step"] == str(results["env_steps"])  # the checkpoint's iteration kept, not retrained
+    assert [int(row["epoch"]) for row in rows] == list(range(1, results["iterations"] + 1))
+    assert rows[-1]["step"] == str(results["env_steps"])  # the checkpoint's iterations kept, not retrained
 
 
 @requires_loopback_only
 @pytest.mark.xfail(strict=True, reason="harness/runners/rl.py keeps the earlier attempt's evaluation row on resume "
                    "(curves.truncate_after(steps) keeps rows at the final step) and appends another")
 def test_a_resume_after_the_evaluation_row_leaves_one_evaluation_row(env):
-    args = ["bench", "--task", "cartpole", "--model", "mlp_agent", "--profile", "smoke"]
-    done = run_cli_loopback(args, env)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    run_dir = next(Path(env["HARNESS_RUNS_DIR"]).glob("cartpole/mlp_agent/*"))
-    results = json.loads((run_dir / "results.json").read_text())
+    run_dir, results = _completed_cartpole_run(env)
     # A SIGKILL after train_rl appended the evaluation row and before the launcher stored the final status.
     (run_dir / "results.json").write_text(json.dumps({**results, "status": "running"}))
-    again = run_cli_loopback(args, env)
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    _resumed(env)
     assert sum(1 for row in curves(run_dir) if row.get("eval/win_rate")) == 1
