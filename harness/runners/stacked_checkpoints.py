@@ -7,8 +7,8 @@ kernels add in another order than the whole stack's, and their figures drifted b
 stack's. So the writes go in two phases:
 
 1. **stage**: every member's checkpoints are written to ``<name>.staged`` beside their final names (each one
-   atomically, :func:`harness.runs.atomic_write`); each holds the epoch and the paths of the members staged with
-   it;
+   atomically, :class:`harness.runners.supervised.AtomicCheckpointIO`); each holds the epoch and the paths of the
+   members staged with it;
 2. **commit**: once all are written, each member's staged files are renamed over its checkpoints, ``last.ckpt``
    first.
 
@@ -26,9 +26,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from harness.runs import Run, atomic_write
+from harness.runners.supervised import AtomicCheckpointIO, load_checkpoint
+from harness.runs import Run
 
 STAGED = ".staged"
 KEY = "staged_with"  # in a checkpoint's ``harness.stacked``: the members written with it, relative to its run
@@ -51,7 +50,7 @@ class EpochCheckpoints:
         checkpoint["harness"]["stacked"][KEY] = [os.path.relpath(other.path, run.path) for other in self.runs]
         finals = [run.last_checkpoint, *([run.best_checkpoint] if best else [])]
         for final in finals:
-            atomic_write(staged(final), lambda handle: torch.save(checkpoint, handle))
+            AtomicCheckpointIO().save_checkpoint(checkpoint, staged(final))
         self.files += [(staged(final), final) for final in finals]
 
     def commit(self) -> None:
@@ -63,8 +62,6 @@ class EpochCheckpoints:
 
 def _epochs_done(path: Path) -> int | None:
     """The epochs a stacked checkpoint completed; None when it is missing, unreadable or not a stack's."""
-    from harness.runners.supervised import load_checkpoint
-
     try:
         return int(load_checkpoint(path)["harness"]["stacked"]["epochs_done"])
     except Exception:  # missing, truncated or foreign: torch raises several kinds
@@ -79,8 +76,6 @@ def _reached(run: Run) -> int | None:
 
 def _whole(run: Run, files: list[Path]) -> tuple[bool, int | None]:
     """Whether the epoch in ``run``'s staged files was staged by every member named in them, and that epoch."""
-    from harness.runners.supervised import load_checkpoint
-
     try:
         saved = load_checkpoint(files[0])["harness"]["stacked"]
         epoch, others = int(saved["epochs_done"]), list(saved[KEY])
