@@ -9,7 +9,6 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
-import pytest
 import torch
 
 from harness.config import compose
@@ -126,8 +125,6 @@ def _resumed(env: dict[str, str]):  # noqa: ANN202 - subprocess.CompletedProcess
 
 
 @requires_loopback_only
-@pytest.mark.xfail(strict=True, reason="harness/runners/rl.py resumes at results.json's env steps, which lag the "
-                   "checkpoint when a kill lands between _save and _record")
 def test_a_resume_starts_where_the_checkpoint_is_when_results_lag_it(env):
     run_dir, results = _completed_cartpole_run(env)
     first = curves(run_dir)[0]
@@ -144,8 +141,6 @@ def test_a_resume_starts_where_the_checkpoint_is_when_results_lag_it(env):
 
 
 @requires_loopback_only
-@pytest.mark.xfail(strict=True, reason="harness/runners/rl.py keeps the earlier attempt's evaluation row on resume "
-                   "(curves.truncate_after(steps) keeps rows at the final step) and appends another")
 def test_a_resume_after_the_evaluation_row_leaves_one_evaluation_row(env):
     run_dir, results = _completed_cartpole_run(env)
     # A SIGKILL after train_rl appended the evaluation row and before the launcher stored the final status.

@@ -172,11 +172,28 @@ def _record(run: Run, results: dict[str, Any], **fields: Any) -> None:
     run.update_results(**fields)
 
 
-def _steps_done(results: dict[str, Any], curves: CurveWriter) -> int:
-    """Environment steps of the checkpoint a run resumes from (results.json, else the curve's last row)."""
-    if results.get("env_steps"):
-        return int(results["env_steps"])
-    return int(curves.rows[-1]["step"]) if curves.rows else 0
+def _resume_position(algo: Any, results: dict[str, Any], curves: CurveWriter) -> tuple[int, int]:
+    """Environment steps and iterations of the checkpoint just restored, read from the algorithm's own state (its
+    metrics logger and ``training_iteration`` are saved with it). results.json cannot say: it is written after the
+    checkpoint, so a kill between the two leaves it one checkpoint behind, and resuming at its position would drop
+    and train again the iterations the checkpoint already holds. It (else the curve's last row) is read only for a
+    checkpoint whose state has no position."""
+    from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+    steps = int(algo.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0) or 0)
+    iteration = int(algo.training_iteration or 0)
+    if steps and iteration:
+        return steps, iteration
+    last = curves.rows[-1] if curves.rows else {}
+    return int(results.get("env_steps") or last.get("step", 0)), int(results.get("iterations") or last.get("epoch", 0))
+
+
+def _resume_curve(curves: CurveWriter, steps: int) -> None:
+    """Keep the curve's training rows up to the restored checkpoint's ``steps``: rows past it are retrained, and
+    an earlier attempt's evaluation row (``eval/*``, appended when training ended, at the last iteration's step)
+    is played again when this attempt ends."""
+    curves.rows = [row for row in curves.rows if not any(key.startswith("eval/") for key in row)]
+    curves.truncate_after(steps)
 
 
 def _learner_weights(algo: Any) -> dict[str, Any]:
@@ -232,17 +249,14 @@ def train_rl(cfg: Any, task: Any, agent_entry: str, run: Run, tracker: Any, resu
         algo = build_algorithm_config(cfg, task, agent_entry).build_algo()
         try:
             resumed = _restore(algo, run)
-            steps = _steps_done(results, curves) if resumed else 0
-            curves.truncate_after(steps)
+            steps, iteration = _resume_position(algo, results, curves) if resumed else (0, 0)
+            _resume_curve(curves, steps)
             if resumed:
                 print(f"resumed from {_checkpoint_path(run)} at {steps:,} env steps", flush=True)
             selector = PolicySelector(cfg, task, run, results)
             if not resumed:
                 selector.forget()
             results["parameters"] = sum(p.numel() for p in algo.get_module().parameters())  # the learner's shapes
-            iteration = 0
-            if resumed:
-                iteration = int(results.get("iterations") or (curves.rows[-1]["epoch"] if curves.rows else 0))
             started = time.perf_counter()
             last_row: dict[str, float] = {}
             recent_wins: list[float] = []  # the last STOP_WINDOW iterations' training win rates
