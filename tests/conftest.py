@@ -50,6 +50,20 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return {**os.environ, **values}
 
 
+@pytest.fixture
+def foreground_ctrl_c() -> Iterator[None]:
+    """Ctrl-C as in a terminal's foreground job (Python's KeyboardInterrupt) for a test that sends one to its own
+    process, whatever the suite was started with: under a background job (CI's) SIGINT is ignored, and an ignored
+    Ctrl-C must stay ignored."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def command_environ(base: Path) -> dict[str, str]:
     """The environment of commands run in a subprocess by a module's fixture: a cache under ``base``, the staged data,
     W&B off, and a default run store that no command uses (each names its own ``--runs-dir``)."""

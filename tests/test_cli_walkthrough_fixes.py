@@ -136,7 +136,7 @@ def test_ctrl_c_while_the_predictions_are_written_says_the_run_completed(env, mo
     assert "already completed" in capsys.readouterr().out
 
 
-def test_ctrl_c_while_a_completed_run_is_stored_says_it_completed(env, monkeypatch, capsys):
+def test_ctrl_c_while_a_completed_run_is_stored_says_it_completed(env, monkeypatch, capsys, foreground_ctrl_c):
     real_code_files = launch_module.code_files
 
     def ctrl_c_during_finish():

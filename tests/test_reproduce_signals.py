@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.runners.signals import terminate_as_interrupt
+from harness.runners.signals import signals_deferred, terminate_as_interrupt
 from tests.conftest import ROOT, command_environ, only_run, run_cli
 from tests.test_runs import wait_for
 
@@ -107,6 +107,20 @@ def test_a_sigterm_while_waiting_is_passed_on_and_a_ctrl_c_the_shell_ignores_sta
     before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a background job
     try:
         assert _waited_with(signal.SIGINT, 1) == (0, False)  # it slept on
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_a_ctrl_c_the_shell_ignores_stays_ignored_while_a_final_status_is_stored() -> None:
+    """A background job's run that completes while a Ctrl-C reaches its process group: still no interruption (it
+    was reported as 'interrupted after run ... completed', exit code 130)."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a background job
+    try:
+        with signals_deferred() as came:
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert came == [signal.SIGTERM]
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, before)

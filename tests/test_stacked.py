@@ -177,7 +177,7 @@ def _adam_steps(stack: StackedClassifier, optimizer: torch.optim.Optimizer, data
 
 
 def test_a_ctrl_c_between_two_members_checkpoints_waits_until_every_member_is_stored(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, foreground_ctrl_c: None) -> None:
     """A Ctrl-C landing after one member's checkpoint but before the next one's left them an epoch apart, so the
     stack resumed as two stacks (and its curves drifted by rounding from an uninterrupted one's); the epoch's
     writes now finish first, for every member."""

@@ -139,7 +139,8 @@ def test_ctrl_c_while_a_completed_stack_writes_its_predictions_says_the_runs_com
     assert [results[s]["status"] for s in (8, 9)] == ["completed", "completed"]  # both stored before the Ctrl-C
 
 
-def test_ctrl_c_while_the_stack_stores_its_members_waits_and_says_they_completed(env, monkeypatch, capsys):
+def test_ctrl_c_while_the_stack_stores_its_members_waits_and_says_they_completed(env, monkeypatch, capsys,
+                                                                                   foreground_ctrl_c):
     real_finish, sent = stacked_launch._finish, []
 
     def finish_with_ctrl_c(*args: object) -> None:

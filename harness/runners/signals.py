@@ -52,13 +52,14 @@ def terminate_as_interrupt() -> Iterator[None]:
 def signals_deferred() -> Iterator[list[int]]:
     """Inside the block, Ctrl-C (SIGINT) and SIGTERM are held back instead of interrupting it (the block writes a
     run's final status, which a second Ctrl-C must not cut short); the list it yields collects the signals that
-    came, for the caller to act on after the block. Only the main thread can own signal handlers; elsewhere
-    nothing changes."""
+    came, for the caller to act on after the block. A signal this process ignores (a background job's Ctrl-C)
+    stays ignored: it neither comes nor interrupts afterwards. Only the main thread can own signal handlers;
+    elsewhere nothing changes."""
     came: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield came
         return
-    held = (signal.SIGINT, signal.SIGTERM)
+    held = [number for number in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(number) is not signal.SIG_IGN]
     previous = {number: signal.getsignal(number) for number in held}
 
     def handler(signum: int, frame: Any) -> None:
