@@ -31,7 +31,7 @@ from harness.errors import UserError
 from harness.runners.rl import (
     ENV_NAME,
     _median_rate,
-    _steps_done,
+    _resume_position,
     build_algorithm_config,
     check_rl_config,
     gpus_per_learner,
@@ -129,9 +129,13 @@ def test_gpus_per_learner_and_the_median_rate_and_the_resume_step() -> None:
     curves.rows = curves.rows[:3]
     assert _median_rate(curves) == {"env_steps_per_s": 4.0}  # sorted 1, 4, 5
     assert _median_rate(SimpleNamespace(rows=[])) == {}
-    rows = SimpleNamespace(rows=[{"step": 200}, {"step": 400}])
-    assert _steps_done({"env_steps": 300}, rows) == 300 and _steps_done({}, rows) == 400
-    assert _steps_done({}, SimpleNamespace(rows=[])) == 0
+    rows = SimpleNamespace(rows=[{"step": 200, "epoch": 2}, {"step": 400, "epoch": 4}])
+    restored = SimpleNamespace(metrics=SimpleNamespace(peek=lambda key, default: 500), training_iteration=5)
+    stateless = SimpleNamespace(metrics=SimpleNamespace(peek=lambda key, default: default), training_iteration=0)
+    assert _resume_position(restored, {"env_steps": 300, "iterations": 3}, rows) == (500, 5)  # the checkpoint's own
+    assert _resume_position(stateless, {"env_steps": 300, "iterations": 3}, rows) == (300, 3)
+    assert _resume_position(stateless, {}, rows) == (400, 4)
+    assert _resume_position(stateless, {}, SimpleNamespace(rows=[])) == (0, 0)
 
 
 # learners ------------------------------------------------------------------------------------------------------
