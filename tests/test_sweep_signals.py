@@ -135,6 +135,29 @@ def test_a_signal_while_ray_connects_the_driver_waits_until_the_connection_is_ma
         signal.signal(signal.SIGTERM, before)
 
 
+def test_a_ctrl_c_while_ray_shuts_down_waits_until_the_shutdown_is_done(monkeypatch, foreground_ctrl_c):
+    """A KeyboardInterrupt inside ``ray.shutdown`` (just after the core worker's shutdown, before Ray forgets it)
+    made the next ObjectRef released end the process with exit code 1: an RL run stopped by a Ctrl-C as it ended
+    exited 1, not 130. The shutdown runs whole and the Ctrl-C comes after it."""
+    import ray
+
+    from harness.runners.ray_session import ray_session
+
+    events: list[str] = []
+
+    def shutdown() -> None:
+        signal.raise_signal(signal.SIGINT)
+        events.append("shut down")
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kwargs: events.append("started"))
+    monkeypatch.setattr(ray, "shutdown", shutdown)
+    with pytest.raises(KeyboardInterrupt), ray_session(num_cpus=1):
+        events.append("inside")
+    assert events == ["started", "inside", "shut down"]
+
+
 SHORT_SWEEP = ("name: sigterm_moment\ntask: relations_game\nmodels: [mlp1]\nprofile: smoke\nseeds: [0]\n"
                "overrides: [train.max_epochs=1]\n")
 

@@ -71,7 +71,14 @@ def learner_gpus(rl: Any) -> float:
 
 @contextmanager
 def ray_session(num_cpus: int | None = None, log_to_driver: bool = True) -> Iterator[None]:
-    """Ray is up inside the block; it is shut down afterwards only if this block started it."""
+    """Ray is up inside the block; it is shut down afterwards only if this block started it.
+
+    The shutdown runs whole, a Ctrl-C or SIGTERM that comes meanwhile delivered again once it has returned
+    (:func:`_whole`). In Ray 2.60 a KeyboardInterrupt inside ``ray.shutdown`` can leave the driver's Python
+    ``CoreWorker`` in place over a core worker that is gone; the next ``ObjectRef`` released (the interrupted run's
+    RLlib algorithm, held by the exception's traceback until the command has printed that it was interrupted) then
+    ends the process at once with exit code 1 (``ray::QuickExit`` in ``CoreWorkerProcess::GetCoreWorker``): an RL
+    run stopped by a Ctrl-C as it finished exited 1, not 130."""
     configure_environment()  # W&B mode chosen before Ray starts, so workers inherit it
     for key, value in RAY_ENV.items():
         os.environ.setdefault(key, value)
@@ -97,7 +104,7 @@ def ray_session(num_cpus: int | None = None, log_to_driver: bool = True) -> Iter
     try:
         yield
     finally:
-        ray.shutdown()
+        _whole(ray.shutdown)()
 
 
 @contextmanager
@@ -134,7 +141,8 @@ def _handler_not_installed(handler: Any) -> None:
 
 
 def _whole(connect: Any) -> Any:
-    """``connect`` with Ctrl-C and SIGTERM held until it returns, then the first of them delivered again."""
+    """``connect`` (``ray._private.worker.connect``, ``ray.shutdown``) with Ctrl-C and SIGTERM held until it
+    returns, then the first of them delivered again."""
     import signal
 
     from harness.runners.signals import signals_deferred
