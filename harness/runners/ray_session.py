@@ -140,23 +140,23 @@ def _handler_not_installed(handler: Any) -> None:
     """Stands in for Ray's ``set_sigterm_handler`` inside :func:`signals_kept_through_ray_init`."""
 
 
-def _whole(connect: Any) -> Any:
-    """``connect`` (``ray._private.worker.connect``, ``ray.shutdown``) with Ctrl-C and SIGTERM held until it
+def _whole(call: Any) -> Any:
+    """``call`` (``ray._private.worker.connect``, ``ray.shutdown``) with Ctrl-C and SIGTERM held until it
     returns, then the first of them delivered again."""
     import signal
 
     from harness.runners.signals import signals_deferred
 
-    def connect_whole(*args: Any, **kwargs: Any) -> Any:
+    def whole(*args: Any, **kwargs: Any) -> Any:
         came: list[int] = []
         try:
             with signals_deferred() as came:
-                return connect(*args, **kwargs)
+                return call(*args, **kwargs)
         finally:
             if came:  # the handlers of before are back: the first signal reaches its own
                 signal.raise_signal(came[0])
 
-    return connect_whole
+    return whole
 
 
 def check_cluster(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
