@@ -41,7 +41,10 @@ from harness.errors import UserError, did_you_mean
 from harness.registry import KINDS, REGISTRY, Adapter, ModelSpec, Registry, TaskSpec, load_yaml_mapping, project_path
 from harness.schema import KeyType, check_value, key_type, leaves, parse_entry
 
-PROFILES = ("smoke", "cpu", "paper")
+SMOKE_PROFILE = "smoke"
+"""The profile of a few batches and epochs, evaluated on a sample of the test set (``harness/profiles/smoke.yaml``):
+a check that a pair runs, never a number to set beside a published one, whatever the paper's settings."""
+PROFILES = (SMOKE_PROFILE, "cpu", "paper")
 HARNESS_DIR = PROJECT_ROOT / "harness"
 DEFAULT_FILES = {"common": HARNESS_DIR / "defaults.yaml", "supervised": HARNESS_DIR / "defaults_supervised.yaml",
                  "rl": HARNESS_DIR / "defaults_rl.yaml", "stepwise": HARNESS_DIR / "defaults_stepwise.yaml"}

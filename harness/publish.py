@@ -37,6 +37,7 @@ from pathlib import Path
 import yaml
 
 from harness import PROJECT_ROOT
+from harness.config import SMOKE_PROFILE
 from harness.errors import UserError
 from harness.paths import check_can_create_in
 from harness.runs import Run, default_runs_dir, held_folder
@@ -47,7 +48,6 @@ KEPT_FILES = ("results.json", "config.yaml", "rollout.csv")  # rollout.csv: step
 GZIPPED_FILES = ("metrics.csv",)  # kept as <name>.gz
 KEPT_FOLDERS = ("analysis", "predictions", "pictures")
 PUBLISHABLE = ("completed", "diverged")
-SMOKE_PROFILE = "smoke"  # harness/profiles/smoke.yaml: a check that a pair runs, never a benchmark number
 STAGING_PREFIX = ".publish-"
 STAGED, REPLACED = "new", "old"  # in a staging folder: the copies to publish, the copies they replaced
 DESTINATION, READY = "to", "ready"  # in a staging folder: the store it publishes to; the mark that it is whole

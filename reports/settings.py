@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from harness.config import SMOKE_PROFILE
 from reports.store import RunRecord, canonical_operations, cfg_get
 
 _ABSENT = object()
@@ -141,18 +142,13 @@ def other_sets_read(run: RunRecord) -> list[str]:
     return [name for name in sets_read(run) if name != named]
 
 
-SMOKE = "smoke"
-"""The profile of a few batches and epochs, evaluated on a sample of the test set (``harness/profiles/smoke.yaml``):
-a check that a pair runs, never a number to set beside a published one, whatever the paper's settings."""
-
-
 def differences(run: RunRecord, settings: dict[str, Any]) -> list[str]:
     """The settings the run does not share, as ``"<key> <ours> ≠ <paper's>"`` (short key names). A run that
     read files of another data set than its config names does not share ``task.data_set``; a run of the smoke
     profile shares no published number's settings."""
     out = []
-    if run.profile == SMOKE:
-        out.append(f"profile {SMOKE} (a few batches) ≠ a full run")
+    if run.profile == SMOKE_PROFILE:
+        out.append(f"profile {SMOKE_PROFILE} (a few batches) ≠ a full run")
     for key, want in settings.items():
         have = cfg_get(run.config, key, _ABSENT)
         if not _satisfied(_one_spelling(key, have), _one_spelling(key, want)):
