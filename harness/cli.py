@@ -379,24 +379,29 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _end_quietly_on_signal(code: int) -> None:
-    """The command has returned and stored what it did; a Ctrl-C or SIGTERM while the interpreter cleans up (torch's
-    and W&B's exit handlers) ends the process at once, exit code 130 as any Ctrl-C, with a line saying so, rather
-    than a traceback from an exit handler or, later, a silent death (or, for SIGTERM, a bare exit code -15). A signal
-    the shell told this process to ignore (a background job's Ctrl-C) stays ignored."""
+    """The command has returned and stored what it did; a Ctrl-C, SIGTERM or SIGHUP while the interpreter cleans up
+    (torch's and W&B's exit handlers) ends the process at once, exit code 130 as any Ctrl-C, with a line saying so
+    (where the terminal is still there), rather than a traceback from an exit handler or, later, a silent death (or,
+    for SIGTERM, a bare exit code -15). A signal the shell told this process to ignore (a background job's Ctrl-C,
+    ``nohup``'s SIGHUP) stays ignored."""
     def handler(signum: int, frame: Any) -> None:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except (OSError, RuntimeError, ValueError):  # closed, or interrupted in the middle of a write
                 pass
-        os.write(2, f"interrupted while exiting: the command had finished (exit code {code}); what it stored "
-                    "stands\n".encode())
+        try:
+            os.write(2, f"interrupted while exiting: the command had finished (exit code {code}); what it stored "
+                        "stands\n".encode())
+        except OSError:  # a terminal that hung up (SIGHUP)
+            pass
         os._exit(INTERRUPTED)
 
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, handler)
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, handler)
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(number) is signal.SIG_DFL:
+            signal.signal(number, handler)
 
 
 AFTER_CTRL_C = {

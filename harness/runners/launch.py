@@ -11,13 +11,14 @@
 * An unfinished run (``running`` after a kill, ``interrupted``, ``failed``, ``diverged``) resumes from its
   last intact checkpoint. A damaged ``results.json`` is set aside (renamed, never deleted) and the run
   resumes from its checkpoints; the runners do the same with a damaged checkpoint.
-* SIGTERM is handled like Ctrl-C: the run is stored as ``interrupted`` and the same command resumes it. While the
-  final status is written, Ctrl-C and SIGTERM wait (:mod:`harness.runners.signals`; ``harness/runners/stacked.py``
-  still imports ``signals_deferred`` from this module, as it did when the stacked reference runs recorded its digest),
-  so a second Ctrl-C cannot leave ``running`` behind; an unfinished attempt records the step and epoch its curve
-  reached. A Ctrl-C that lands once the run is stored as completed (while its summary or predictions are written) ends
-  the command with code 130, as any Ctrl-C, and a line saying that the run completed and what, if anything, is
-  missing.
+* SIGTERM is handled like Ctrl-C: the run is stored as ``interrupted`` and the same command resumes it; so is
+  SIGHUP (its terminal closed; unless ``nohup`` ignores it), or a write to a terminal that has hung up before its
+  SIGHUP came. While the final status is written, Ctrl-C, SIGTERM and SIGHUP wait (:mod:`harness.runners.signals`;
+  ``harness/runners/stacked.py`` still imports ``signals_deferred`` from this module, as it did when the stacked
+  reference runs recorded its digest), so a second Ctrl-C cannot leave ``running`` behind; an unfinished attempt
+  records the step and epoch its curve reached. A Ctrl-C that lands once the run is stored as completed (while its
+  summary or predictions are written) ends the command with code 130, as any Ctrl-C, and a line saying that the run
+  completed and what, if anything, is missing.
 * The command training a run holds its folder (an exclusive ``flock``, :func:`claim_run`): a second command of the
   same config, started before the first stored anything, stops in one line instead of training into it too.
 * An unfinished member of a stack (``--seeds``) is resumed by its stack's command only; the solo command says so
@@ -66,7 +67,13 @@ from harness.runners.existing_run import (
 )
 from harness.runners.killed_attempts import close_killed_attempts
 from harness.runners.run_checks import check_ray_address
-from harness.runners.signals import signals_deferred, terminate_as_interrupt
+from harness.runners.signals import (
+    TERMINAL_WENT_AWAY,
+    signals_deferred,
+    terminal_outputs,
+    terminal_went_away,
+    terminate_as_interrupt,
+)
 from harness.runs import (
     CurveWriter,
     Run,
@@ -238,6 +245,7 @@ def _launch(composed: Composed, force: bool, runs_dir: Path | None) -> int:
     tracker = open_tracker(run, composed)
     exit_code = 1
     deferred: list[int] = []
+    terminals = terminal_outputs()  # those that hang up are silenced as the run stops
     with terminate_as_interrupt():
         try:
             summary = _train(cfg, composed, prepared, run, tracker, results)
@@ -257,6 +265,9 @@ def _launch(composed: Composed, force: bool, runs_dir: Path | None) -> int:
                                                        "command resumes the run)")
             raise
         except Exception as exc:
+            if terminal_went_away(exc, terminals):  # a write failed (EIO) before a SIGHUP came: stopped as by Ctrl-C
+                results.update(status="interrupted", error=TERMINAL_WENT_AWAY)
+                raise KeyboardInterrupt from None
             results.update(status="failed", error=f"{type(exc).__name__}: {exc}")
             raise
         finally:
@@ -280,7 +291,9 @@ def _launch(composed: Composed, force: bool, runs_dir: Path | None) -> int:
                     from harness.runners.predictions import write_after_run
 
                     write_after_run(run, composed, prepared.loaded)
-        except KeyboardInterrupt:  # while its summary or predictions were written
+        except (KeyboardInterrupt, OSError) as exc:  # while its summary or predictions were written
+            if isinstance(exc, OSError) and not terminal_went_away(exc, terminals):
+                raise
             late = True
     if late:  # a completed run stands and the command stops here; any other run is interrupted as usual
         if results.get("status") != "completed":

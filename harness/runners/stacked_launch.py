@@ -66,7 +66,13 @@ from harness.runners.launch import (
 )
 from harness.runners.recorder import RunRecorder
 from harness.runners.run_checks import check_run_config
-from harness.runners.signals import signals_deferred, terminate_as_interrupt
+from harness.runners.signals import (
+    TERMINAL_WENT_AWAY,
+    signals_deferred,
+    terminal_outputs,
+    terminal_went_away,
+    terminate_as_interrupt,
+)
 from harness.runners.stacked import Member, StackedTrainer
 from harness.runners.stacked_checkpoints import settle_staged
 from harness.runners.stacked_model import model_mismatch
@@ -410,6 +416,7 @@ class StackLaunch:
         summaries: dict[str, dict[str, Any]] = {}
         self.deferred: list[int] = []
         self.late_interrupt = False  # Ctrl-C after every member's final status was stored
+        terminals = terminal_outputs()  # those that hang up are silenced as the runs stop
         with terminate_as_interrupt():
             try:
                 summaries = self._train(datas, members, models)
@@ -424,6 +431,9 @@ class StackLaunch:
                                                     "command resumes the run)")
                 raise
             except Exception as exc:
+                if terminal_went_away(exc, terminals):  # a write failed (EIO) before a SIGHUP came: as by Ctrl-C
+                    self._close(records, "interrupted", TERMINAL_WENT_AWAY)
+                    raise KeyboardInterrupt from None
                 self._close(records, "failed", f"{type(exc).__name__}: {exc}")
                 raise
             finally:
