@@ -69,7 +69,7 @@ def terminate_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    previous = {number: signal.getsignal(number) for number in STOPPING}
     terminals = terminal_outputs()
     fired = False
 
