@@ -8,6 +8,8 @@ A reference run qualifies when
 * its machine record names a CPU of this machine's kind (:func:`harness.reproduce.cpu_relation` is ``same``, or
   ``name`` where the stored record predates the CPU model: such runs have come back bit for bit on the same
   model): on another kind every figure could differ by rounding, which says nothing about the run;
+* where its record names no model, the checks of its image's runs do not show that they trained on another kind
+  than this machine's (:mod:`harness.reproduce_kinds`; ``--list`` and the start say how many were left out so);
 * it is not stale (code it imported has changed since, without a record carrying it over): its figures could
   differ because the code did.
 
@@ -61,30 +63,51 @@ def this_machine() -> dict[str, Any]:
     return machine_info()
 
 
-def unchecked(results_dir: Path, here: dict[str, Any] | None = None) -> list[Candidate]:
+@dataclass(frozen=True)
+class Queue:
+    """The qualifying runs, the cheapest first, and a line for each image whose runs were left out because checks
+    show they trained on another kind of CPU (:mod:`harness.reproduce_kinds`)."""
+
+    runs: list[Candidate]
+    left_out: list[str]
+
+
+def unchecked(results_dir: Path, here: dict[str, Any] | None = None) -> Queue:
     """The reference runs in ``results_dir`` that qualify (module docstring), the cheapest first."""
+    from harness.reproduce_kinds import image, left_out_line, tallies_by_image, trained_elsewhere
     from harness.reproductions import load
     from reports.store import load_store
 
-    checked = {check.get("run_id") for check in load(results_dir)}
+    checks = load(results_dir)
+    checked = {check.get("run_id") for check in checks}
+    tallies = tallies_by_image(checks)
     here = this_machine() if here is None else here
-    found = []
+    found: list[Candidate] = []
+    elsewhere: dict[tuple[str, str], list[tuple[dict[str, Any], Any]]] = {}  # image: (stored_on, witness) a run
     for run in load_store(results_dir):
         if run.run_id in checked or run.gpu or run.is_stale or refusal(run) is not None:
             continue
         stored_on = machine(run.results)
         if not stored_on.get("processor") or cpu_relation(stored_on, here) == "other":
             continue
+        witness = trained_elsewhere(stored_on, here, tallies) if cpu_relation(stored_on, here) == "name" else None
+        if witness is not None:
+            elsewhere.setdefault(image(stored_on), []).append((stored_on, witness))
+            continue
         wall = run.results.get("wall_time_s")
         minutes = float(wall) / 60 if isinstance(wall, int | float) and wall > 0 else math.inf
         found.append(Candidate(run.run_id, minutes, processor(stored_on)))
-    return sorted(found, key=lambda candidate: (candidate.minutes, candidate.run_id))
+    return Queue(sorted(found, key=lambda candidate: (candidate.minutes, candidate.run_id)),
+                 [left_out_line(len(runs), *runs[0]) for _, runs in sorted(elsewhere.items())])
 
 
-def queue_lines(found: list[Candidate], results_dir: Path, minutes: float | None = None) -> list[str]:
-    """The queue as ``--list`` prints it: one line a run, then the total and, with ``minutes``, how many fit."""
+def queue_lines(queue: Queue, results_dir: Path, minutes: float | None = None) -> list[str]:
+    """The queue as ``--list`` prints it: one line a run, then the total and, with ``minutes``, how many fit; last,
+    the runs left out as trained on another kind of CPU."""
+    found = queue.runs
     if not found:
-        return [f"no run in {results_dir} is left unchecked that this machine can train again bit for bit"]
+        return [f"no run in {results_dir} is left unchecked that this machine can train again bit for bit",
+                *queue.left_out]
     lines = [f"{shown_minutes(candidate.minutes):>7} min  {candidate.run_id}  (trained on {candidate.trained_on})"
              for candidate in found]
     total = sum(candidate.minutes for candidate in found)
@@ -93,7 +116,7 @@ def queue_lines(found: list[Candidate], results_dir: Path, minutes: float | None
         spent = itertools.accumulate(candidate.minutes for candidate in found)
         fitting = sum(1 for used in spent if used <= minutes)
         lines.append(f"{fitting} of them fit in --minutes {minutes:g} at the pace they trained")
-    return lines
+    return [*lines, *queue.left_out]
 
 
 def shown_minutes(minutes: float) -> str:
@@ -129,10 +152,13 @@ def reproduce_unchecked(runs_dir: Path, results_dir: Path | None, record: bool, 
     them), ``jobs`` at a time; with ``listing``, print the queue instead. The exit code (module docstring)."""
     if results_dir is None:
         raise UserError("--unchecked reads the reference store's runs and checks: name one with --results-dir")
-    found = unchecked(results_dir)
-    if listing or not found:
-        print("\n".join(queue_lines(found, results_dir, minutes)))
+    queue = unchecked(results_dir)
+    if listing or not queue.runs:
+        print("\n".join(queue_lines(queue, results_dir, minutes)))
         return 0
+    found = queue.runs
+    for line in queue.left_out:
+        print(line, flush=True)
     if jobs > 1:
         with terminate_as_interrupt():  # a SIGTERM to this process alone stops every check, as Ctrl-C does
             return side_by_side(found, runs_dir, results_dir, record, Budget(minutes), jobs)

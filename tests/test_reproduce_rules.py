@@ -10,7 +10,9 @@ replaces the training command by a stand-in that writes the new run's results.js
   stored run without figures is no bit-for-bit reproduction (exit code 1);
 * the run's figures that a later retest added are not compared, and the output says so;
 * the queue leaves out stale runs and runs trained on a GPU, sorts a run without a wall time last (shown ``?``),
-  counts the runs that fit in ``--minutes`` cumulatively, and ``Budget`` compares seconds with seconds.
+  counts the runs that fit in ``--minutes`` cumulatively, and ``Budget`` compares seconds with seconds;
+* of the runs that record no CPU model, the queue leaves out (and counts) those of an image whose checks differed on
+  this machine's kind and all came back bit for bit on another, and only those.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Any
 import pytest
 
 from harness.reproduce import Figure, compare, cpu_relation, same_threads, without_cap
-from harness.reproduce_unchecked import Budget, Candidate, queue_lines, summary, unchecked
+from harness.reproduce_kinds import tallies_by_image, trained_elsewhere
+from harness.reproduce_unchecked import Budget, Candidate, Queue, queue_lines, summary, unchecked
 from reports.store import RunRecord
 from tests.run_records import run_record
 from tests.test_report import write_run
@@ -167,10 +170,11 @@ def test_the_queue_leaves_out_stale_runs_and_sorts_a_run_without_a_wall_time_las
             _record("xeon", results={"machine": XEON, "wall_time_s": 6.0}),
             _record("gpu", results={"machine": EPYC, "wall_time_s": 6.0, "device": "cuda: NVIDIA H200"})]
     monkeypatch.setattr("reports.store.load_store", lambda results_dir: runs)
-    found = unchecked(tmp_path, here=EPYC)
-    assert [(candidate.run_id, candidate.minutes) for candidate in found] == [
+    queue = unchecked(tmp_path, here=EPYC)
+    assert [(candidate.run_id, candidate.minutes) for candidate in queue.runs] == [
         ("fast", 1.0), ("slow", 10.0), ("unknown", math.inf)]
-    lines = queue_lines(found, tmp_path, 12.0)
+    assert queue.left_out == []
+    lines = queue_lines(queue, tmp_path, 12.0)
     assert lines[2].split() == ["?", "min", "unknown", "(trained", "on", "AMD", "EPYC", "(AuthenticAMD", "family",
                                 "25", "model", "1", "stepping", "1,", "AVX2))"]
     assert lines[3] == "3 runs, ? minutes as they trained"  # one of unknown length: the sum is unknown too
@@ -180,7 +184,7 @@ def test_the_queue_leaves_out_stale_runs_and_sorts_a_run_without_a_wall_time_las
 def test_the_runs_that_fit_are_counted_cumulatively_cheapest_first() -> None:
     """Three runs of 1 minute each: 2.5 minutes hold two of them, one after another, not all three."""
     found = [Candidate(f"r{index}", 1.0, "AMD EPYC") for index in range(3)]
-    lines = queue_lines(found, Path("results"), 2.5)
+    lines = queue_lines(Queue(found, []), Path("results"), 2.5)
     assert lines[-2:] == ["3 runs, 3.0 minutes as they trained",
                           "2 of them fit in --minutes 2.5 at the pace they trained"]
 
@@ -198,3 +202,66 @@ def test_the_summary_tells_bit_for_bit_differing_and_untrained_runs_apart() -> N
     outcomes = {"a": 0, "b": 1, "c": 2}
     assert summary(outcomes, 4) == ("1 of 2 runs trained again came back bit for bit; differing or not completed: b; "
                                     "not trained: c; 1 of the 4 in the queue not reached")
+
+
+MODEL_1 = {"processor": "AMD EPYC", "cpu_id": "AuthenticAMD family 25 model 1 stepping 1", "cpu_capability": "AVX2"}
+MODEL_17 = {"processor": "AMD EPYC", "cpu_id": "AuthenticAMD family 25 model 17 stepping 1", "cpu_capability": "AVX512"}
+FIRST_IMAGE = {"processor": "AMD EPYC", "system": "Linux-6.18.44-fc-v782-x86_64-with-glibc2.36"}
+OTHER_IMAGE = {"processor": "AMD EPYC", "system": "Linux-6.18.44-fc-v657-x86_64-with-glibc2.36"}
+
+
+def _check(run_id: str, stored_on: dict[str, Any], now_on: dict[str, Any], equal: int, cpu: str = "name",
+           figures: int = 5) -> dict[str, Any]:
+    return {"run_id": run_id, "stored_on": stored_on, "now_on": {**now_on, "system": "any"}, "cpu": cpu,
+            "figures": figures, "equal": equal}
+
+
+def test_an_image_whose_checks_differed_here_and_were_all_bit_for_bit_on_another_kind_trained_there() -> None:
+    checks = [_check("a", FIRST_IMAGE, MODEL_1, 5), _check("b", FIRST_IMAGE, MODEL_1, 5),
+              _check("c", FIRST_IMAGE, MODEL_17, 2), _check("d", FIRST_IMAGE, MODEL_17, 5)]  # one bit for bit
+    tallies = tallies_by_image(checks)
+    elsewhere = trained_elsewhere(FIRST_IMAGE, MODEL_17, tallies)
+    assert elsewhere is not None and elsewhere.trained_on == ("AuthenticAMD family 25 model 1 stepping 1", "AVX2")
+    assert (elsewhere.there.equal, elsewhere.there.checks, elsewhere.here.equal, elsewhere.here.checks) == (2, 2, 1, 2)
+    assert trained_elsewhere(FIRST_IMAGE, MODEL_1, tallies) is None  # the kind it trained on
+    assert trained_elsewhere(OTHER_IMAGE, MODEL_17, tallies) is None  # another image: no check tells
+    unknown = {**MODEL_17, "cpu_id": "AuthenticAMD family 25 model 160 stepping 1"}
+    assert trained_elsewhere(FIRST_IMAGE, unknown, tallies) is None  # no check on this kind: cannot tell
+
+
+def test_no_image_is_placed_when_every_kind_saw_a_difference_or_only_bit_for_bit() -> None:
+    differed_everywhere = tallies_by_image([_check("a", FIRST_IMAGE, MODEL_1, 4),
+                                            _check("b", FIRST_IMAGE, MODEL_17, 2)])
+    assert trained_elsewhere(FIRST_IMAGE, MODEL_17, differed_everywhere) is None
+    agreeing = tallies_by_image([_check("a", FIRST_IMAGE, MODEL_1, 5), _check("b", FIRST_IMAGE, MODEL_17, 5)])
+    assert trained_elsewhere(FIRST_IMAGE, MODEL_17, agreeing) is None
+    no_figures = tallies_by_image([_check("a", FIRST_IMAGE, MODEL_1, 0, figures=0),
+                                   _check("b", FIRST_IMAGE, MODEL_17, 2)])
+    assert trained_elsewhere(FIRST_IMAGE, MODEL_17, no_figures) is None  # a check without figures is no bit for bit
+
+
+def test_checks_that_compared_recorded_kinds_or_were_made_without_one_place_no_image() -> None:
+    checks = [_check("a", FIRST_IMAGE, MODEL_1, 5, cpu="same"), _check("b", FIRST_IMAGE, MODEL_17, 2, cpu="other"),
+              _check("c", FIRST_IMAGE, {"processor": "AMD EPYC"}, 2)]
+    assert tallies_by_image(checks) == {}
+
+
+def test_the_queue_leaves_out_and_counts_the_runs_of_an_image_that_trained_on_another_kind(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checks = [_check("checked-1", FIRST_IMAGE, MODEL_1, 5), _check("checked-17", FIRST_IMAGE, MODEL_17, 3)]
+    (tmp_path / "reproductions.json").write_text(json.dumps(checks), encoding="utf-8")
+    runs = [_record("first-a", results={"machine": FIRST_IMAGE, "wall_time_s": 60.0}),
+            _record("first-b", results={"machine": FIRST_IMAGE, "wall_time_s": 120.0}),
+            _record("other", results={"machine": OTHER_IMAGE, "wall_time_s": 60.0}),
+            _record("recorded", results={"machine": {**MODEL_17, **FIRST_IMAGE}, "wall_time_s": 60.0})]
+    monkeypatch.setattr("reports.store.load_store", lambda results_dir: runs)
+    queue = unchecked(tmp_path, here={**MODEL_17, "system": "Linux-6.18.44-fc-v1098-x86_64-with-glibc2.36"})
+    assert [candidate.run_id for candidate in queue.runs] == ["other", "recorded"]
+    assert queue.left_out == [
+        "left out: 2 runs of AMD EPYC on Linux-6.18.44-fc-v782-x86_64-with-glibc2.36, which trained on AuthenticAMD "
+        "family 25 model 1 stepping 1, AVX2 as the checks of its runs show (1 of 1 bit for bit there, 1 of 1 "
+        "differing on this machine's kind); `harness reproduce RUN` checks one here anyway"]
+    assert queue_lines(queue, tmp_path)[-1] == queue.left_out[0]
+    on_model_1 = unchecked(tmp_path, here={**MODEL_1, "system": "any"})
+    assert [candidate.run_id for candidate in on_model_1.runs] == ["first-a", "other", "first-b"]
+    assert on_model_1.left_out == [] and queue_lines(Queue([], queue.left_out), tmp_path)[1:] == queue.left_out

@@ -1,0 +1,98 @@
+"""Which kind of CPU the reference runs of one machine image trained on, where their own records do not say.
+
+Runs recorded before the CPU model was name only their processor (``harness.reproduce.cpu_relation`` is ``name``),
+and a cloud's "AMD EPYC" covers generations whose vector kernels round differently (family 25 model 1 with AVX2,
+model 17 with AVX512): one run trained again on the other generation differs in every figure that rounding touches.
+The checks in ``reproductions.json`` tell them apart after the fact, for the runs of one *image* (the processor
+name and operating system of the machine record, the kernel build included, e.g. ``...-fc-v782-...``), which so far
+ran on one kind of machine each: the kind on which every check of the image's runs came back bit for bit is where
+they trained, once a check on another kind differed (a run that differs where it trained is no reproduction at
+all; on another kind it is rounding, though not every run differs there: a model whose kernels do not depend on the
+vector width comes back bit for bit on either).
+
+``harness reproduce --unchecked`` leaves out the runs of an image whose checks differed on this machine's kind and
+came back bit for bit, every one, on another: training them here says nothing about the runs, and such an image's
+queue can hold hours (61 runs, 16 h, of the image above on a model-17 machine). ``harness reproduce RUN`` still
+checks any one of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+Kind = tuple[str, str]
+"""A kind of CPU as a machine record gives it: family, model and stepping (``cpu_id``) and torch's vector kernels."""
+Image = tuple[str, str]
+"""A machine image as a run's record gives it: the processor name and the operating system (``system``)."""
+
+
+def kind(host: dict[str, Any]) -> Kind:
+    return str(host.get("cpu_id") or ""), str(host.get("cpu_capability") or "")
+
+
+def image(host: dict[str, Any]) -> Image:
+    return str(host.get("processor") or ""), str(host.get("system") or "")
+
+
+def shown_kind(value: Kind) -> str:
+    return ", ".join(part for part in value if part) or "an unrecorded kind"
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How the checks of one image's runs on one kind of CPU came out."""
+
+    equal: int = 0  # bit for bit
+    checks: int = 0
+
+    def add(self, bit_for_bit: bool) -> Tally:
+        return Tally(self.equal + bit_for_bit, self.checks + 1)
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """Why the runs of an image are taken to have trained on ``trained_on``, not on this machine's kind."""
+
+    trained_on: Kind
+    there: Tally  # every one bit for bit
+    here: Tally  # some differed
+
+
+def tallies_by_image(checks: Iterable[dict[str, Any]]) -> dict[Image, dict[Kind, Tally]]:
+    """For each image, how its runs' checks came out on each kind of CPU. Only checks of runs whose record names no
+    CPU model (``cpu`` is ``name``), made on a machine that records its own: the others compare kinds already."""
+    found: dict[Image, dict[Kind, Tally]] = {}
+    for check in checks:
+        now_on = check.get("now_on") or {}
+        if check.get("cpu") != "name" or not now_on.get("cpu_id"):
+            continue
+        kinds = found.setdefault(image(check.get("stored_on") or {}), {})
+        bit_for_bit = bool(check.get("figures")) and check.get("equal") == check.get("figures")
+        kinds[kind(now_on)] = kinds.get(kind(now_on), Tally()).add(bit_for_bit)
+    return found
+
+
+def trained_elsewhere(stored_on: dict[str, Any], here: dict[str, Any],
+                      tallies: dict[Image, dict[Kind, Tally]]) -> Elsewhere | None:
+    """Where the image of a run stored on ``stored_on`` trained, when its checks show it was another kind than
+    ``here``'s (module docstring); else None."""
+    kinds = tallies.get(image(stored_on), {})
+    mine = kinds.get(kind(here))
+    if mine is None or mine.equal == mine.checks:
+        return None
+    clean = [(tally.checks, other) for other, tally in kinds.items() if tally.equal == tally.checks]
+    if not clean:
+        return None
+    _, trained_on = max(clean)
+    return Elsewhere(trained_on, kinds[trained_on], mine)
+
+
+def left_out_line(count: int, stored_on: dict[str, Any], why: Elsewhere) -> str:
+    """The queue's line for the ``count`` runs of one image left out because of ``why``."""
+    processor, system = image(stored_on)
+    return (f"left out: {count} run{'s' * (count != 1)} of {processor} on {system or 'an unrecorded system'}, "
+            f"which trained on {shown_kind(why.trained_on)} as the checks of its runs show ({why.there.equal} of "
+            f"{why.there.checks} bit for bit there, {why.here.checks - why.here.equal} of {why.here.checks} "
+            f"differing on this machine's kind); `harness reproduce RUN` checks one here anyway")
