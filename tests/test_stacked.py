@@ -209,9 +209,9 @@ def _no_staged_files(runs: Path) -> bool:
 
 
 def _fail_then_resume(owner: type, name: str, failing: Any, runs: Path, stores: dict[str, Path],
-                      monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[Path, str]:
-    """Train the stack of seeds 0, 1, 2 with ``owner.name`` replaced by ``failing`` (which raises OSError), then
-    again as it is; returns the store and what the second command printed."""
+                      monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    """Train the stack of seeds 0, 1, 2 into ``runs`` with ``owner.name`` replaced by ``failing`` (which raises
+    OSError), then again as it is; returns what the second command printed."""
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(stores["root"] / "cache"))
     monkeypatch.setenv("HARNESS_DATA_DIR", str(SHARED_DATA))
     original = getattr(owner, name)
@@ -221,7 +221,7 @@ def _fail_then_resume(owner: type, name: str, failing: Any, runs: Path, stores: 
     monkeypatch.setattr(owner, name, original)
     capsys.readouterr()
     assert launch_stack([_composed(seed) for seed in SEEDS], runs_dir=runs) == 0
-    return runs, capsys.readouterr().out
+    return capsys.readouterr().out
 
 
 def test_a_failed_write_between_two_members_checkpoints_discards_that_epoch_and_resumes_as_one_stack(
@@ -237,8 +237,8 @@ def test_a_failed_write_between_two_members_checkpoints_discards_that_epoch_and_
         if index == 0 and self.epoch == 1:  # the second epoch: the first member is written, the others are not
             raise OSError("no space left on device")
 
-    runs, out = _fail_then_resume(StackedTrainer, "_save", save_then_fail, tmp_path / "runs", stores, monkeypatch,
-                                  capsys)
+    runs = tmp_path / "runs"
+    out = _fail_then_resume(StackedTrainer, "_save", save_then_fail, runs, stores, monkeypatch, capsys)
     assert f"{_run(runs, 0).name}: its staged checkpoint of epoch 2, which not every member had written, is " \
            "discarded (the stack trains that epoch again)" in out, out
     assert "resuming 3 member(s) after epoch 1" in out and "different epochs" not in out, out
@@ -263,8 +263,8 @@ def test_a_kill_while_the_staged_checkpoints_are_renamed_is_finished_on_resume(
         os.replace(*self.files[0])  # the first member's last.ckpt, then the kill
         raise OSError("killed")
 
-    runs, out = _fail_then_resume(EpochCheckpoints, "commit", commit_then_die, tmp_path / "runs", stores,
-                                  monkeypatch, capsys)
+    runs = tmp_path / "runs"
+    out = _fail_then_resume(EpochCheckpoints, "commit", commit_then_die, runs, stores, monkeypatch, capsys)
     for seed in SEEDS[1:]:  # seed 0's last.ckpt was put in place before the kill (its best.ckpt maybe not)
         assert f"{_run(runs, seed).name}: its checkpoints of epoch 2, which every member had written, are put in " \
                "place" in out, out
