@@ -267,6 +267,13 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
     print(f"{results['run_id']} (trained on {processor(machine(results))}): {chosen.what}", flush=True)
     if chosen.caveat:
         print(f"  the figures may differ: {chosen.caveat}", flush=True)
+    if results_dir is not None:
+        from harness.reproduce_kinds import kind_caveat
+        from harness.reproductions import load
+
+        elsewhere = kind_caveat(machine(results), load(results_dir))
+        if elsewhere:
+            print(f"  the figures may differ: {elsewhere}", flush=True)
     earlier = _completed(target)
     if earlier:  # the command would only say "already completed": say what is compared instead
         print(f"  {chosen.rebuilt.run_id} is trained already in {runs_dir} (finished {earlier.get('finished_at')}): "

@@ -13,7 +13,7 @@ vector width comes back bit for bit on either).
 ``harness reproduce --unchecked`` leaves out the runs of an image whose checks differed on this machine's kind and
 came back bit for bit, every one, on another: training them here says nothing about the runs, and such an image's
 queue can hold hours (61 runs, 16 h, of the image above on a model-17 machine). ``harness reproduce RUN`` still
-checks any one of them.
+checks any one of them, and says first that its figures may differ for that reason.
 """
 
 from __future__ import annotations
@@ -26,6 +26,15 @@ Kind = tuple[str, str]
 """A kind of CPU as a machine record gives it: family, model and stepping (``cpu_id``) and torch's vector kernels."""
 Image = tuple[str, str]
 """A machine image as a run's record gives it: the processor name and the operating system (``system``)."""
+
+
+def this_machine() -> dict[str, Any]:
+    """This machine's record as a run writes it (with torch imported: its vector kernels and threads)."""
+    import torch  # noqa: F401  machine_info names the vector kernels of an imported torch
+
+    from harness.provenance import machine_info
+
+    return machine_info()
 
 
 def kind(host: dict[str, Any]) -> Kind:
@@ -89,10 +98,28 @@ def trained_elsewhere(stored_on: dict[str, Any], here: dict[str, Any],
     return Elsewhere(trained_on, kinds[trained_on], mine)
 
 
+def shown_why(why: Elsewhere) -> str:
+    """The evidence of ``why`` in words."""
+    return (f"trained on {shown_kind(why.trained_on)} as the checks of its runs show ({why.there.equal} of "
+            f"{why.there.checks} bit for bit there, {why.here.checks - why.here.equal} of {why.here.checks} "
+            f"differing on this machine's kind)")
+
+
 def left_out_line(count: int, stored_on: dict[str, Any], why: Elsewhere) -> str:
     """The queue's line for the ``count`` runs of one image left out because of ``why``."""
     processor, system = image(stored_on)
     return (f"left out: {count} run{'s' * (count != 1)} of {processor} on {system or 'an unrecorded system'}, "
-            f"which trained on {shown_kind(why.trained_on)} as the checks of its runs show ({why.there.equal} of "
-            f"{why.there.checks} bit for bit there, {why.here.checks - why.here.equal} of {why.here.checks} "
-            f"differing on this machine's kind); `harness reproduce RUN` checks one here anyway")
+            f"which {shown_why(why)}; `harness reproduce RUN` checks one here anyway")
+
+
+def kind_caveat(stored_on: dict[str, Any], checks: list[dict[str, Any]], here: dict[str, Any] | None = None) -> str:
+    """For ``harness reproduce RUN`` of a run stored on ``stored_on``: where its record names no CPU model and the
+    ``checks`` of its image show it trained on another kind than this machine's, the caveat that says so; else
+    an empty string (this machine's record is read only where the run's lacks the model)."""
+    if stored_on.get("cpu_id") or not stored_on.get("processor"):
+        return ""
+    here = this_machine() if here is None else here
+    if here.get("processor") != stored_on.get("processor"):
+        return ""
+    why = trained_elsewhere(stored_on, here, tallies_by_image(checks))
+    return "" if why is None else f"its machine image {shown_why(why)}"

@@ -54,15 +54,6 @@ class Candidate:
     trained_on: str
 
 
-def this_machine() -> dict[str, Any]:
-    """This machine's record as a run writes it (with torch imported: its vector kernels and threads)."""
-    import torch  # noqa: F401  machine_info names the vector kernels of an imported torch
-
-    from harness.provenance import machine_info
-
-    return machine_info()
-
-
 @dataclass(frozen=True)
 class Queue:
     """The qualifying runs, the cheapest first, and a line for each image whose runs were left out because checks
@@ -74,7 +65,7 @@ class Queue:
 
 def unchecked(results_dir: Path, here: dict[str, Any] | None = None) -> Queue:
     """The reference runs in ``results_dir`` that qualify (module docstring), the cheapest first."""
-    from harness.reproduce_kinds import image, left_out_line, tallies_by_image, trained_elsewhere
+    from harness.reproduce_kinds import image, left_out_line, tallies_by_image, this_machine, trained_elsewhere
     from harness.reproductions import load
     from reports.store import load_store
 

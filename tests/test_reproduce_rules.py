@@ -265,3 +265,25 @@ def test_the_queue_leaves_out_and_counts_the_runs_of_an_image_that_trained_on_an
     on_model_1 = unchecked(tmp_path, here={**MODEL_1, "system": "any"})
     assert [candidate.run_id for candidate in on_model_1.runs] == ["first-a", "other", "first-b"]
     assert on_model_1.left_out == [] and queue_lines(Queue([], queue.left_out), tmp_path)[1:] == queue.left_out
+
+
+def _reproduce_here(folder: Path, here: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+                    capsys: pytest.CaptureFixture[str]) -> str:
+    """``harness reproduce`` of a run of the first image on a machine of kind ``here`` (a stand-in training), with
+    one check of that image on model 1 (bit for bit) and one on model 17 (differing) recorded: what it printed."""
+    (folder / "results").mkdir(parents=True)
+    checks = [_check("checked-1", FIRST_IMAGE, MODEL_1, 5), _check("checked-17", FIRST_IMAGE, MODEL_17, 3)]
+    (folder / "results" / "reproductions.json").write_text(json.dumps(checks), encoding="utf-8")
+    monkeypatch.setattr("harness.reproduce_kinds.this_machine", lambda: {**here, "system": "any"})
+    capsys.readouterr()
+    _reproduce_with_stand_in(folder, monkeypatch, {"test/acc": 0.5}, {"test/acc": 0.5}, {"machine": FIRST_IMAGE})
+    return capsys.readouterr().out
+
+
+def test_reproducing_one_run_of_an_image_that_trained_on_another_kind_says_so_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    out = _reproduce_here(tmp_path / "on 17", MODEL_17, monkeypatch, capsys)
+    assert ("  the figures may differ: its machine image trained on AuthenticAMD family 25 model 1 stepping 1, AVX2 "
+            "as the checks of its runs show (1 of 1 bit for bit there, 1 of 1 differing on this machine's kind)\n"
+            ) in out
+    assert "its machine image" not in _reproduce_here(tmp_path / "on 1", MODEL_1, monkeypatch, capsys)
