@@ -65,7 +65,15 @@ class Queue:
 
 def unchecked(results_dir: Path, here: dict[str, Any] | None = None) -> Queue:
     """The reference runs in ``results_dir`` that qualify (module docstring), the cheapest first."""
-    from harness.reproduce_kinds import image, left_out_line, tallies_by_image, this_machine, trained_elsewhere
+    from harness.reproduce_kinds import (
+        Elsewhere,
+        Image,
+        image,
+        left_out_line,
+        tallies_by_image,
+        this_machine,
+        trained_elsewhere,
+    )
     from harness.reproductions import load
     from reports.store import load_store
 
@@ -74,16 +82,17 @@ def unchecked(results_dir: Path, here: dict[str, Any] | None = None) -> Queue:
     tallies = tallies_by_image(checks)
     here = this_machine() if here is None else here
     found: list[Candidate] = []
-    elsewhere: dict[tuple[str, str], list[tuple[dict[str, Any], Any]]] = {}  # image: (stored_on, witness) a run
+    elsewhere: dict[Image, list[tuple[dict[str, Any], Elsewhere]]] = {}  # each of its runs left out: (stored_on, why)
     for run in load_store(results_dir):
         if run.run_id in checked or run.gpu or run.is_stale or refusal(run) is not None:
             continue
         stored_on = machine(run.results)
-        if not stored_on.get("processor") or cpu_relation(stored_on, here) == "other":
+        relation = cpu_relation(stored_on, here)
+        if not stored_on.get("processor") or relation == "other":
             continue
-        witness = trained_elsewhere(stored_on, here, tallies) if cpu_relation(stored_on, here) == "name" else None
-        if witness is not None:
-            elsewhere.setdefault(image(stored_on), []).append((stored_on, witness))
+        why = trained_elsewhere(stored_on, here, tallies) if relation == "name" else None
+        if why is not None:
+            elsewhere.setdefault(image(stored_on), []).append((stored_on, why))
             continue
         wall = run.results.get("wall_time_s")
         minutes = float(wall) / 60 if isinstance(wall, int | float) and wall > 0 else math.inf
