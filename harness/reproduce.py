@@ -238,16 +238,20 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
     trained so, saying that nothing is trained now), then print every figure beside the stored one; with ``record``,
     add the check to ``results_dir``'s log (:mod:`harness.reproductions`) unless that training is recorded there
     already. The exit code (module docstring)."""
+    from harness.reproduce_kinds import kind_caveat
+    from harness.reproductions import load
     from harness.runners.retest import read_config
     from harness.runs import Run
     from reports.store import load_run
 
-    if record:
-        from harness.reproductions import load
-
-        if results_dir is None:
-            raise UserError("--record adds the check to the reference store's log: name one with --results-dir")
-        load(results_dir)  # a damaged log is refused before any training, not after
+    if record and results_dir is None:
+        raise UserError("--record adds the check to the reference store's log: name one with --results-dir")
+    try:  # with --record a damaged log is refused before any training, not after; without, it only costs a caveat
+        checks = load(results_dir) if results_dir is not None else []
+    except UserError:
+        if record:
+            raise
+        checks = []
     stored = find_stored(name, runs_dir, results_dir)
     damage = Run(stored).damage()
     if damage:  # a record edited into another shape is named, not misread on the way to the training
@@ -267,13 +271,9 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
     print(f"{results['run_id']} (trained on {processor(machine(results))}): {chosen.what}", flush=True)
     if chosen.caveat:
         print(f"  the figures may differ: {chosen.caveat}", flush=True)
-    if results_dir is not None:
-        from harness.reproduce_kinds import kind_caveat
-        from harness.reproductions import load
-
-        elsewhere = kind_caveat(machine(results), load(results_dir))
-        if elsewhere:
-            print(f"  the figures may differ: {elsewhere}", flush=True)
+    elsewhere = kind_caveat(machine(results), checks)
+    if elsewhere:
+        print(f"  the figures may differ: {elsewhere}", flush=True)
     earlier = _completed(target)
     if earlier:  # the command would only say "already completed": say what is compared instead
         print(f"  {chosen.rebuilt.run_id} is trained already in {runs_dir} (finished {earlier.get('finished_at')}): "

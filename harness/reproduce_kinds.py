@@ -85,8 +85,13 @@ def tallies_by_image(checks: Iterable[dict[str, Any]]) -> dict[Image, dict[Kind,
 
 def trained_elsewhere(stored_on: dict[str, Any], here: dict[str, Any],
                       tallies: dict[Image, dict[Kind, Tally]]) -> Elsewhere | None:
-    """Where the image of a run stored on ``stored_on`` trained, when its checks show it was another kind than
+    """Where the image of a run stored on ``stored_on`` trained, when its record and ``here`` share only the
+    processor name (:func:`harness.reproduce.cpu_relation` is ``name``) and its checks show it was another kind than
     ``here``'s (module docstring); else None."""
+    from harness.reproduce import cpu_relation
+
+    if cpu_relation(stored_on, here) != "name":
+        return None
     kinds = tallies.get(image(stored_on), {})
     mine = kinds.get(kind(here))
     if mine is None or mine.equal == mine.checks:
@@ -105,9 +110,9 @@ def shown_why(why: Elsewhere) -> str:
             f"differing on this machine's kind)")
 
 
-def left_out_line(count: int, stored_on: dict[str, Any], why: Elsewhere) -> str:
-    """The queue's line for the ``count`` runs of one image left out because of ``why``."""
-    processor, system = image(stored_on)
+def left_out_line(count: int, left_out: Image, why: Elsewhere) -> str:
+    """The queue's line for the ``count`` runs of image ``left_out`` left out because of ``why``."""
+    processor, system = left_out
     return (f"left out: {count} run{'s' * (count != 1)} of {processor} on {system or 'an unrecorded system'}, "
             f"which {shown_why(why)}; `harness reproduce RUN` checks one here anyway")
 
@@ -115,11 +120,10 @@ def left_out_line(count: int, stored_on: dict[str, Any], why: Elsewhere) -> str:
 def kind_caveat(stored_on: dict[str, Any], checks: list[dict[str, Any]], here: dict[str, Any] | None = None) -> str:
     """For ``harness reproduce RUN`` of a run stored on ``stored_on``: where its record names no CPU model and the
     ``checks`` of its image show it trained on another kind than this machine's, the caveat that says so; else
-    an empty string (this machine's record is read only where the run's lacks the model)."""
-    if stored_on.get("cpu_id") or not stored_on.get("processor"):
+    an empty string. This machine's record (torch imported) is read only where the run's lacks the model: a record
+    with it is of the same kind as this machine's or of another, never of the same name only."""
+    if stored_on.get("cpu_id"):
         return ""
     here = this_machine() if here is None else here
-    if here.get("processor") != stored_on.get("processor"):
-        return ""
     why = trained_elsewhere(stored_on, here, tallies_by_image(checks))
     return "" if why is None else f"its machine image {shown_why(why)}"

@@ -82,23 +82,23 @@ def unchecked(results_dir: Path, here: dict[str, Any] | None = None) -> Queue:
     tallies = tallies_by_image(checks)
     here = this_machine() if here is None else here
     found: list[Candidate] = []
-    elsewhere: dict[Image, list[tuple[dict[str, Any], Elsewhere]]] = {}  # each of its runs left out: (stored_on, why)
+    left_out: dict[Image, tuple[int, Elsewhere]] = {}  # the runs of each image left out, and why
     for run in load_store(results_dir):
         if run.run_id in checked or run.gpu or run.is_stale or refusal(run) is not None:
             continue
         stored_on = machine(run.results)
-        relation = cpu_relation(stored_on, here)
-        if not stored_on.get("processor") or relation == "other":
+        if not stored_on.get("processor") or cpu_relation(stored_on, here) == "other":
             continue
-        why = trained_elsewhere(stored_on, here, tallies) if relation == "name" else None
+        why = trained_elsewhere(stored_on, here, tallies)
         if why is not None:
-            elsewhere.setdefault(image(stored_on), []).append((stored_on, why))
+            count, _ = left_out.get(image(stored_on), (0, why))
+            left_out[image(stored_on)] = (count + 1, why)
             continue
         wall = run.results.get("wall_time_s")
         minutes = float(wall) / 60 if isinstance(wall, int | float) and wall > 0 else math.inf
         found.append(Candidate(run.run_id, minutes, processor(stored_on)))
     return Queue(sorted(found, key=lambda candidate: (candidate.minutes, candidate.run_id)),
-                 [left_out_line(len(runs), *runs[0]) for _, runs in sorted(elsewhere.items())])
+                 [left_out_line(count, key, why) for key, (count, why) in sorted(left_out.items())])
 
 
 def queue_lines(queue: Queue, results_dir: Path, minutes: float | None = None) -> list[str]:
