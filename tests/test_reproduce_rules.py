@@ -92,15 +92,16 @@ def test_a_resumed_run_is_trained_again_with_the_caveat_that_it_was_resumed(tmp_
 
 def _reproduce_with_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stored_metrics: dict[str, float],
                              new_metrics: dict[str, float], stored_extra: dict[str, Any] | None = None,
-                             ) -> tuple[int, Path, dict[str, Any]]:
-    """``reproduce_run --record`` of a stored babi/lstm run trained on a Xeon, its training replaced by a stand-in
-    that writes a completed run trained on an EPYC: the exit code, the reference store and the run trained again."""
+                             record: bool = True) -> tuple[int, Path, dict[str, Any]]:
+    """``reproduce_run --record`` (or without, ``record`` false) of a stored babi/lstm run trained on a Xeon, its
+    training replaced by a stand-in that writes a completed run trained on an EPYC: the exit code, the reference
+    store and the run trained again."""
     import harness.reproduce as reproduce
 
     results_dir, runs_dir = tmp_path / "results", tmp_path / "runs"
     stored = write_run(results_dir, "babi", "lstm", 0, metrics=stored_metrics)
-    record = json.loads((stored / "results.json").read_text())
-    (stored / "results.json").write_text(json.dumps({**record, "machine": XEON, **(stored_extra or {})}))
+    written = json.loads((stored / "results.json").read_text())
+    (stored / "results.json").write_text(json.dumps({**written, "machine": XEON, **(stored_extra or {})}))
 
     def stand_in(command: list[str], environment: dict[str, str] | None) -> tuple[int, bool]:
         args = command[command.index("bench"):]
@@ -123,7 +124,7 @@ def _reproduce_with_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, st
     monkeypatch.setattr(reproduce, "plan", plan)
     monkeypatch.setattr(reproduce, "check_same_data_now", lambda *args: None)  # tested in its own file
     monkeypatch.setattr(reproduce, "train", stand_in)
-    code = reproduce.reproduce_run(stored.name, runs_dir, results_dir, record=True)
+    code = reproduce.reproduce_run(stored.name, runs_dir, results_dir, record=record)
     again = json.loads((runs_dir / "babi" / "lstm" / chosen[0] / "results.json").read_text())
     return code, results_dir, again
 
@@ -287,3 +288,17 @@ def test_reproducing_one_run_of_an_image_that_trained_on_another_kind_says_so_fi
             "as the checks of its runs show (1 of 1 bit for bit there, 1 of 1 differing on this machine's kind)\n"
             ) in out
     assert "its machine image" not in _reproduce_here(tmp_path / "on 1", MODEL_1, monkeypatch, capsys)
+
+
+def test_a_damaged_check_log_stops_only_a_check_that_would_record_in_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.errors import UserError
+
+    for folder in ("recorded", "not recorded"):
+        (tmp_path / folder / "results").mkdir(parents=True)
+        (tmp_path / folder / "results" / "reproductions.json").write_text("[{\"no run\": 1}]", encoding="utf-8")
+    with pytest.raises(UserError, match="expected a JSON list of checks"):
+        _reproduce_with_stand_in(tmp_path / "recorded", monkeypatch, {"test/acc": 0.5}, {"test/acc": 0.5})
+    code, results_dir, _ = _reproduce_with_stand_in(tmp_path / "not recorded", monkeypatch, {"test/acc": 0.5},
+                                                    {"test/acc": 0.5}, record=False)
+    assert code == 0 and (results_dir / "reproductions.json").read_text(encoding="utf-8") == "[{\"no run\": 1}]"
