@@ -1,19 +1,23 @@
 """The RL runner (harness/runners/rl.py): its config checks, metrics, RLModule wrapper and learners
-without Ray, then CartPole end to end (start, checkpoint, resume) inside a loopback-only namespace."""
+without Ray, then CartPole end to end (start, checkpoint, resume) inside a loopback-only namespace: one smoke run
+trained to the end, whose copies the resume tests change as a killed run would leave them."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
 from harness.config import compose
 from harness.runners.rl_metrics import env_steps, iteration_row, loss_is_finite
-from tests.conftest import curves, requires_loopback_only, run_cli, run_cli_loopback
+from tests.conftest import SHARED_DATA, curves, requires_loopback_only, run_cli, run_cli_loopback
 
 
 def test_bad_rl_settings_are_one_line_user_errors(env):
@@ -66,33 +70,6 @@ def test_the_rl_module_runs_the_agent_once_for_policy_and_value():
 
 
 @requires_loopback_only
-def test_cartpole_smoke_trains_checkpoints_and_resumes(env):
-    args = ["bench", "--task", "cartpole", "--model", "mlp_agent", "--profile", "smoke"]
-    done = run_cli_loopback(args, env)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    run_dir = next(Path(env["HARNESS_RUNS_DIR"]).glob("cartpole/mlp_agent/*"))
-    results = json.loads((run_dir / "results.json").read_text())
-    assert results["status"] == "completed" and results["env_steps"] >= 400
-    assert results["metrics"]["eval/episode_return"] > 0
-    assert 0 <= results["metrics"]["eval/win_rate"] <= 1  # episodes that last to the 500-step limit
-    assert (run_dir / "checkpoints" / "algorithm" / "rllib_checkpoint.json").exists()
-    header = (run_dir / "metrics.csv").read_text().splitlines()[0]
-    assert "train/episode_return" in header and "perf/env_steps_per_s" in header and "select/episode_return" in header
-    assert results["selection"]["iteration"] == results["iterations"]  # the last policy: the run's only round
-    assert (run_dir / "checkpoints" / "best_policy.pt").exists()
-
-    interrupted = {**results, "status": "failed"}  # as a killed run leaves it: progress only in the curve
-    del interrupted["env_steps"], interrupted["iterations"]
-    (run_dir / "results.json").write_text(json.dumps(interrupted))
-    again = run_cli_loopback(args, env)
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    assert f"at {results['env_steps']:,} env steps" in again.stdout
-    resumed = json.loads((run_dir / "results.json").read_text())
-    assert resumed["status"] == "completed" and len(resumed["attempts"]) == 2
-    assert resumed["env_steps"] >= results["env_steps"]
-
-
-@requires_loopback_only
 def test_simplicial_agent_trains_on_bridge_boxworld_and_reports_puzzle_types(env):
     done = run_cli_loopback(["bench", "--task", "bridge_boxworld", "--model", "simplicial", "--profile", "smoke",
                              "rl.eval_episodes=6", "rl.eval_max_steps=30"], env)
@@ -109,11 +86,23 @@ def test_simplicial_agent_trains_on_bridge_boxworld_and_reports_puzzle_types(env
 CARTPOLE_SMOKE = ["bench", "--task", "cartpole", "--model", "mlp_agent", "--profile", "smoke"]
 
 
-def _completed_cartpole_run(env: dict[str, str]) -> tuple[Path, dict]:
-    """The CartPole smoke run trained to the end: its folder and results."""
+@pytest.fixture(scope="module")
+def cartpole_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding the CartPole smoke run trained to the end, trained once for the tests below: each one
+    changes and resumes its own copy (a store copied elsewhere resumes as it would in place)."""
+    root = tmp_path_factory.mktemp("cartpole")
+    env = {**os.environ, "HARNESS_RUNS_DIR": str(root / "runs"), "HARNESS_CACHE_DIR": str(root / "cache"),
+           "HARNESS_DATA_DIR": str(SHARED_DATA), "WANDB_MODE": "disabled"}
     done = run_cli_loopback(CARTPOLE_SMOKE, env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    run_dir = next(Path(env["HARNESS_RUNS_DIR"]).glob("cartpole/mlp_agent/*"))
+    return root / "runs"
+
+
+def _completed_cartpole_run(store: Path, env: dict[str, str]) -> tuple[Path, dict]:
+    """A copy of the completed CartPole smoke run in the test's own store: its folder and results."""
+    runs = Path(env["HARNESS_RUNS_DIR"])
+    shutil.copytree(store, runs, dirs_exist_ok=True)
+    run_dir = next(runs.glob("cartpole/mlp_agent/*"))
     return run_dir, json.loads((run_dir / "results.json").read_text())
 
 
@@ -125,8 +114,30 @@ def _resumed(env: dict[str, str]):  # noqa: ANN202 - subprocess.CompletedProcess
 
 
 @requires_loopback_only
-def test_a_resume_starts_where_the_checkpoint_is_when_results_lag_it(env):
-    run_dir, results = _completed_cartpole_run(env)
+def test_cartpole_smoke_trains_checkpoints_and_resumes(cartpole_store, env):
+    run_dir, results = _completed_cartpole_run(cartpole_store, env)
+    assert results["status"] == "completed" and results["env_steps"] >= 400
+    assert results["metrics"]["eval/episode_return"] > 0
+    assert 0 <= results["metrics"]["eval/win_rate"] <= 1  # episodes that last to the 500-step limit
+    assert (run_dir / "checkpoints" / "algorithm" / "rllib_checkpoint.json").exists()
+    header = (run_dir / "metrics.csv").read_text().splitlines()[0]
+    assert "train/episode_return" in header and "perf/env_steps_per_s" in header and "select/episode_return" in header
+    assert results["selection"]["iteration"] == results["iterations"]  # the last policy: the run's only round
+    assert (run_dir / "checkpoints" / "best_policy.pt").exists()
+
+    interrupted = {**results, "status": "failed"}  # as a killed run leaves it: progress only in the curve
+    del interrupted["env_steps"], interrupted["iterations"]
+    (run_dir / "results.json").write_text(json.dumps(interrupted))
+    again = _resumed(env)
+    assert f"at {results['env_steps']:,} env steps" in again.stdout
+    resumed = json.loads((run_dir / "results.json").read_text())
+    assert resumed["status"] == "completed" and len(resumed["attempts"]) == 2
+    assert resumed["env_steps"] >= results["env_steps"]
+
+
+@requires_loopback_only
+def test_a_resume_starts_where_the_checkpoint_is_when_results_lag_it(cartpole_store, env):
+    run_dir, results = _completed_cartpole_run(cartpole_store, env)
     first = curves(run_dir)[0]
     assert results["iterations"] >= 2 and int(first["epoch"]) == 1
     # A SIGKILL after _save swapped in the last checkpoint and before _record wrote its progress: results.json
@@ -141,8 +152,8 @@ def test_a_resume_starts_where_the_checkpoint_is_when_results_lag_it(env):
 
 
 @requires_loopback_only
-def test_a_resume_after_the_evaluation_row_leaves_one_evaluation_row(env):
-    run_dir, results = _completed_cartpole_run(env)
+def test_a_resume_after_the_evaluation_row_leaves_one_evaluation_row(cartpole_store, env):
+    run_dir, results = _completed_cartpole_run(cartpole_store, env)
     # A SIGKILL after train_rl appended the evaluation row and before the launcher stored the final status.
     (run_dir / "results.json").write_text(json.dumps({**results, "status": "running"}))
     _resumed(env)
