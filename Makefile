@@ -3,7 +3,7 @@
 #   make sweep SWEEP=sweeps/<name>.yaml [CELLS='babi/*'] [ONLY=task.babi_id=1,8] [SEEDS=0,1,2] | make report | make publish RUNS="<run_id> ..." | make readme
 #   make reproduce RUN=<run_id> | UNCHECKED=1 [MINUTES=60] [JOBS=2] [RECORD=1] (train reference runs again, compare every figure)
 #   make validate TASK=babi MODEL=tpr_rnn [PROFILE=cpu] [ARGS=...] (the composed config, data and model; nothing trained) | make runs
-#   make test [TEST_WORKERS=2] | make lint | make list | make perf | make perf-publish | make sync | make install | make clean
+#   make test [TEST_WORKERS=2] | make test-fast | make lint | make list | make perf | make perf-publish | make sync | make install | make clean
 
 PYTHON ?= python3
 VENV := .venv
@@ -21,7 +21,7 @@ ONLY ?=
 # make test runs the suite in this many pytest-xdist processes, 2 for a 2-core machine (0: in one process)
 TEST_WORKERS ?= 2
 
-.PHONY: help install bench list sweep report runs publish reproduce readme validate test lint perf perf-publish sync clean
+.PHONY: help install bench list sweep report runs publish reproduce readme validate test test-fast lint perf perf-publish sync clean
 
 help:
 	@sed -n '1,7p' Makefile
@@ -82,6 +82,11 @@ validate: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check harness tasks models reports tests
 	WANDB_MODE=disabled $(BIN)/python -m pytest -q --durations=8 -n $(TEST_WORKERS) --dist worksteal
+
+# the inner loop: lint and every test not marked slow (no end-to-end training, Ray or Chromium); CI runs make test
+test-fast: $(STAMP)
+	$(BIN)/ruff check harness tasks models reports tests
+	WANDB_MODE=disabled $(BIN)/python -m pytest -q --durations=8 -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check harness tasks models reports tests

@@ -243,6 +243,7 @@ def test_a_central_module_learns_from_chunked_sequences():
 # through the command line -------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("task", "model"), [("babi", "predinet"), ("babi", "transformer"),
                                              ("relations_game", "lstm"), ("relations_game", "transformer")])
+@pytest.mark.slow
 def test_new_cells_train_and_test_at_the_smoke_profile(task: str, model: str, env: dict[str, str]):
     assert main(["bench", "--task", task, "--model", model, "--profile", "smoke"]) == 0
     results = json.loads((only_run(Path(env["HARNESS_RUNS_DIR"])) / "results.json").read_text())

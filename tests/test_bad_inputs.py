@@ -481,6 +481,7 @@ def test_mistake_is_exit_2_and_one_line(mistake: Mistake, env: dict[str, str], t
 
 
 @pytest.mark.parametrize("name", THROUGH_THE_ENTRY_POINT)
+@pytest.mark.slow
 def test_mistake_through_the_real_entry_point(name: str, env: dict[str, str], tmp_path: Path, shared_cache: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     mistake = next(m for m in MISTAKES if m.name == name)
@@ -489,6 +490,7 @@ def test_mistake_through_the_real_entry_point(name: str, env: dict[str, str], tm
     _check(mistake, tmp_path, done.returncode, done.stdout, done.stderr, runs)
 
 
+@pytest.mark.slow
 def test_a_reader_that_goes_away_stops_the_command_quietly(env: dict[str, str]) -> None:
     """``harness validate ... | head -1``: once the reader has closed the pipe, the command stops without a
     traceback (and without Python's 'Exception ignored' line when it flushes at exit)."""

@@ -33,6 +33,7 @@ def test_the_command_writes_its_runs_and_wandb_files_into_the_scratch_folder(tmp
         assert Path(env[key]).parent == tmp_path
 
 
+@pytest.mark.slow
 def test_the_import_floor_is_timed_to_its_marker():
     """What every supervised run imports before its first step (torch, Lightning), timed like a command."""
     assert "lightning.pytorch" in bench_start.IMPORTS_CHILD
@@ -40,6 +41,7 @@ def test_the_import_floor_is_timed_to_its_marker():
     assert 0 < imported <= finished
 
 
+@pytest.mark.slow
 def test_the_optimiser_floor_builds_a_torch_optimiser_and_so_imports_dynamo():
     """The floor under any training step: torch and one optimiser, whose construction imports torch._dynamo
     (the reason the floor holds; a torch release that stops doing so makes this fail and the floor moot)."""

@@ -22,6 +22,7 @@ from tests.conftest import ROOT, curves, only_run, requires_real_babi, run_cli
 SMOKE = ["bench", "--task", "babi", "--model", "tpr_rnn", "--profile", "smoke"]
 
 
+@pytest.mark.slow
 def test_smoke_bench_stores_a_complete_run_and_reports_it_without_retraining(env):
     done = run_cli(SMOKE, env)
     assert done.returncode == 0, done.stderr
@@ -51,6 +52,7 @@ def test_smoke_bench_stores_a_complete_run_and_reports_it_without_retraining(env
     assert len(json.loads((run / "results.json").read_text())["attempts"]) == 1
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_metrics_and_curves(env, tmp_path):
     first = run_cli([*SMOKE, "--model", "lstm", "--runs-dir", str(tmp_path / "a")], env)
     second = run_cli([*SMOKE, "--model", "lstm", "--runs-dir", str(tmp_path / "b")], env)
@@ -63,6 +65,7 @@ def test_same_seed_gives_identical_metrics_and_curves(env, tmp_path):
     assert curves(a) != curves(c)
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_and_finishes_like_an_uninterrupted_one(env, tmp_path):
     args = [*SMOKE, "train.max_epochs=6", "train.limit_train_batches=25", "train.log_every_n_steps=5"]
     reference = run_cli([*args, "--runs-dir", str(tmp_path / "straight")], env)
@@ -123,6 +126,7 @@ def test_incompatible_pair_exits_2_naming_the_models_that_fit(env, capsys):
     assert "models that fit toy_stream: stream_lstm, updater_extractor" in err
 
 
+@pytest.mark.slow
 def test_malformed_data_file_fails_with_its_line_before_a_run_exists(env, tmp_path):
     folder = tmp_path / "data" / "babi" / "en-10k"
     folder.mkdir(parents=True)
@@ -175,6 +179,7 @@ def test_nan_loss_is_stored_as_diverged(env, capsys):
     assert "Traceback" not in out + err
 
 
+@pytest.mark.slow
 def test_make_bench_passes_its_variables(env):
     done = subprocess.run(["make", "--no-print-directory", "bench", "TASK=babi", "MODEL=lstm", "PROFILE=smoke",
                            "SEED=2", "ARGS=train.max_epochs=1"], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -189,6 +194,7 @@ def test_make_bench_passes_its_variables(env):
 
 
 @requires_real_babi
+@pytest.mark.slow
 def test_official_files_and_generated_data_never_share_a_run(env, tmp_path):
     args = ["validate", "--task", "babi", "--model", "tpr_rnn", "--profile", "smoke"]
     on_files = run_cli(args, env)
@@ -200,6 +206,7 @@ def test_official_files_and_generated_data_never_share_a_run(env, tmp_path):
     assert on_files.stdout.splitlines()[0] != generated.stdout.splitlines()[0]  # the run ids
 
 
+@pytest.mark.slow
 def test_offline_wandb_run_lands_in_the_run_directory(env):
     done = run_cli([*SMOKE, "--model", "lstm", "train.max_epochs=1"], {**env, "WANDB_MODE": "offline"})
     assert done.returncode == 0, done.stderr
@@ -209,6 +216,7 @@ def test_offline_wandb_run_lands_in_the_run_directory(env):
     assert "W&B offline" in done.stdout
 
 
+@pytest.mark.slow
 def test_offline_wandb_keeps_one_open_run_per_stacked_member(env):
     stack = ["bench", "--task", "relations_game", "--model", "mlp1", "--profile", "smoke", "--seeds", "0,1"]
     done = run_cli(stack, {**env, "WANDB_MODE": "offline"})
@@ -220,6 +228,7 @@ def test_offline_wandb_keeps_one_open_run_per_stacked_member(env):
         assert list(offline.glob("run-*.wandb"))
 
 
+@pytest.mark.slow
 def test_a_model_that_cannot_run_under_vmap_is_refused_before_any_run_is_stored(env):
     done = run_cli([*SMOKE, "--model", "lstm", "--seeds", "0,1"], env)  # the LSTM reads int(lengths.max())
     assert done.returncode == 2, done.stdout + done.stderr
@@ -247,6 +256,7 @@ def test_data_command_generates_all_twenty_tasks_by_default(env, tmp_path):
         assert sum("\t" in line for line in path.read_text().splitlines()) == 12, path.name
 
 
+@pytest.mark.slow
 def test_a_run_stopped_by_its_time_cap_says_so(env, capsys):
     """Lightning's own notice is silenced with its logs; the runner says the cap ended training (and only then)."""
     assert main(["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "train.max_time_s=0.5",
@@ -257,6 +267,7 @@ def test_a_run_stopped_by_its_time_cap_says_so(env, capsys):
     assert "reached: training stopped" not in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_run_whose_reader_goes_away_stops_resumable_as_by_ctrl_c(env):
     """``harness bench ... | head -1``: the pipe closes after the first line; the run stops at its next line of
     output, quietly (exit 1, as any command whose reader went away), stored as interrupted, not failed, and the same

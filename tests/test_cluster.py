@@ -319,6 +319,7 @@ def _trials(output: str) -> list[tuple[str, Path]]:
     return [(node, Path(store)) for node, store in TRIAL_LINE.findall(output)]
 
 
+@pytest.mark.slow
 def test_sweep_on_a_two_node_cluster_lands_every_run_in_the_drivers_store(observed):
     first = observed["first"]
     assert first["rc"] == 0, first["stdout"][-3000:] + first["stderr"][-3000:]
@@ -337,6 +338,7 @@ def test_sweep_on_a_two_node_cluster_lands_every_run_in_the_drivers_store(observ
     assert "completed" in first["stdout"]
 
 
+@pytest.mark.slow
 def test_rerun_reports_a_completed_trial_and_resumes_an_unfinished_one_from_the_drivers_copy(observed):
     second = observed["second"]
     assert second["rc"] == 0, second["stdout"][-3000:] + second["stderr"][-3000:]
@@ -355,6 +357,7 @@ def test_rerun_reports_a_completed_trial_and_resumes_an_unfinished_one_from_the_
 
 
 @pytest.mark.parametrize("case", ["no_token", "wrong_token", "token_file_missing", "token_mode_without_token"])
+@pytest.mark.slow
 def test_a_token_the_cluster_refuses_or_cannot_get_is_a_one_line_user_error(observed, case):
     done = observed[case]
     assert done["rc"] == 2, done["stderr"][-3000:]
@@ -382,6 +385,7 @@ def test_gcs_addresses_are_split_into_host_and_port():
     assert split_address("[::1]:6379") == ("::1", 6379)
 
 
+@pytest.mark.slow
 def test_an_unreachable_address_is_a_one_line_user_error(observed):
     done = observed["unreachable"]
     assert done["rc"] == 2, done["stderr"][-3000:]
@@ -390,6 +394,7 @@ def test_an_unreachable_address_is_a_one_line_user_error(observed):
     assert done["seconds"] < 30
 
 
+@pytest.mark.slow
 def test_the_cluster_stops_without_leftover_processes(observed):
     assert all(count > 0 for count in observed["sessions"].values())  # the check below looks at real sessions
     assert observed["leftover"] == []

@@ -209,6 +209,7 @@ def test_the_boxworld_probe_covers_the_shipped_rl_settings() -> None:
     assert probe(steps=30, boards=4) == probe(steps=30, boards=4) != probe(steps=31, boards=4)
 
 
+@pytest.mark.slow
 def test_the_shipped_probes_still_give_their_recorded_output() -> None:
     """A probe record whose files are still as recorded gives the recorded output when run again now."""
     from harness.code_changes import load_changes

@@ -128,6 +128,7 @@ def test_reproduce_refuses_a_damaged_config_rather_than_train_the_defaults(
     assert not (tmp_path / "again").exists()
 
 
+@pytest.mark.slow
 def test_a_trained_run_edited_by_hand_resumes_and_its_config_cut_short_is_named_by_predict(
         env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", *BABI_LSTM]) == 0

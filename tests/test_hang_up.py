@@ -116,6 +116,7 @@ def _close_terminal_when(pattern: str, runs: Path, master: int, proc: subprocess
 
 
 @pytest.mark.parametrize("leader", ["the run", "a make-like parent"])
+@pytest.mark.slow
 def test_a_run_whose_terminal_goes_away_is_stored_as_interrupted_and_the_same_command_resumes_it(
         tmp_path: Path, leader: str) -> None:
     environ = command_environ(tmp_path)

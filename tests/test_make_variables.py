@@ -36,6 +36,7 @@ def test_a_variable_with_a_space_is_refused_by_its_name(env, target, variable, m
     assert not Path(env["HARNESS_RUNS_DIR"]).exists()
 
 
+@pytest.mark.slow
 def test_seeds_with_a_space_are_refused_as_seeds(env):
     done = make("bench", "PROFILE=smoke", "SEEDS=0 1", env=env)
     assert done.returncode == 2, done.stderr

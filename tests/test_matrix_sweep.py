@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.registry import REGISTRY
 from reports.build import main as build_report
 from reports.tables import NO_RUN
@@ -15,6 +17,7 @@ from tests.conftest import ROOT, requires_loopback_only, run_cli_loopback
 
 
 @requires_loopback_only
+@pytest.mark.slow
 def test_matrix_smoke_sweep_trains_every_runnable_cell_and_the_report_shows_each(env: dict[str, str],
                                                                                  tmp_path: Path) -> None:
     runs = tmp_path / "runs"

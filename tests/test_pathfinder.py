@@ -191,6 +191,7 @@ def test_fidelity_to_reference_sample(fidelity: tuple, stat: str) -> None:
     _close(fidelity, stat)
 
 
+@pytest.mark.slow
 def test_smoke_run(env: dict[str, str]) -> None:
     result = run_cli(["bench", "--task", "pathfinder", "--model", "mlp1", "--profile", "smoke"], env)
     assert result.returncode == 0, result.stderr[-2000:]

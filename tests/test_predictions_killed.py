@@ -21,6 +21,7 @@ class Killed(BaseException):
 
 
 @pytest.mark.parametrize("stopped_at", [WRONG, SUMMARY])
+@pytest.mark.slow
 def test_predictions_stopped_part_way_read_as_missing(env: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str], stopped_at: str) -> None:
     runs = tmp_path / "runs"

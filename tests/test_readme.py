@@ -17,6 +17,7 @@ from tests.test_report import write_rl_run, write_run
 SAME = {"tasks": ["same"], "test_sets": ["hexominoes", "stripes"], "train_set": "pentominoes", "n_train": 250000}
 
 
+@pytest.mark.slow
 def test_repository_readme_equals_the_reference_store(capsys):
     """What CI checks: `make readme` has been run since results/ last changed (and the code behind it)."""
     assert main(["--check"]) == 0, capsys.readouterr().err

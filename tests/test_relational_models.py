@@ -333,6 +333,7 @@ def test_head_pruning_is_offered_exactly_where_its_shortcut_is_exact():
 
 
 @pytest.mark.parametrize("name", PRUNABLE)
+@pytest.mark.slow
 def test_head_pruning_from_cached_central_outputs_matches_masked_forward_passes(name):
     """The pruning curve reuses one unmasked pass of encoder and central module; each subset's accuracy
     must equal a full forward pass with ``central.head_mask`` set to that subset."""

@@ -100,6 +100,7 @@ def test_real_mini_sets_join_as_extra_test_splits():
     assert 3000 < len(real) < 3700
 
 
+@pytest.mark.slow
 def test_smoke_bench_stores_the_analysis(env):
     done = run_cli(["bench", "--task", "relations_game", "--model", "predinet", "--profile", "smoke",
                     "task.tasks=[between]"], env)
@@ -113,6 +114,7 @@ def test_smoke_bench_stores_the_analysis(env):
     assert [point["heads"] for point in pruning["curve"]] == list(range(1, 33))
 
 
+@pytest.mark.slow
 def test_curriculum_protocol_runs_four_stages_and_freezes_what_it_should(env):
     done = run_cli(["bench", "--task", "relations_game", "--model", "mlp1", "--profile", "smoke",
                     "protocol.name=curriculum", "protocol.target=[col_aba,col_aab]", "protocol.pretrain=[between]"],
@@ -141,6 +143,7 @@ def test_curriculum_protocol_runs_four_stages_and_freezes_what_it_should(env):
     assert not torch.equal(frozen_encoder["model.central.fc.weight"], pre["model.central.fc.weight"])
 
 
+@pytest.mark.slow
 def test_curriculum_needs_a_multi_task_task(env):
     done = run_cli(["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "protocol.name=curriculum"],
                    env)

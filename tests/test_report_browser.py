@@ -69,6 +69,7 @@ def screenshot(page: Path, png: Path, profile: Path) -> str:
 
 
 @needs_chromium
+@pytest.mark.slow
 def test_report_pages_render_without_console_errors(env, tmp_path):
     bench = run_cli(["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke"], env)
     assert bench.returncode == 0, bench.stderr
@@ -104,6 +105,7 @@ def assert_rendered(png: Path, log: str) -> None:
 
 
 @needs_chromium
+@pytest.mark.slow
 def test_rl_pages_render_without_console_errors(tmp_path):
     runs = tmp_path / "runs"
     make_rl_runs(runs)

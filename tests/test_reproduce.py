@@ -41,6 +41,7 @@ def stored(env: dict[str, str], tmp_path: Path) -> Path:
     return reference
 
 
+@pytest.mark.slow
 def test_a_run_trained_again_gives_every_figure_bit_for_bit_and_a_changed_figure_is_found(
         stored: Path, env: dict[str, str], capfd: pytest.CaptureFixture[str]) -> None:
     again = ["reproduce", stored.name, "--results-dir", str(stored.parents[2])]
@@ -78,6 +79,7 @@ def test_a_run_trained_again_gives_every_figure_bit_for_bit_and_a_changed_figure
     assert "every one of the" in capfd.readouterr().out and (elsewhere / "babi" / "lstm" / stored.name).is_dir()
 
 
+@pytest.mark.slow
 def test_a_recorded_check_is_kept_in_the_reference_store_and_shown_in_the_readme_table(
         stored: Path, capfd: pytest.CaptureFixture[str]) -> None:
     from harness.reproductions import load
@@ -118,6 +120,7 @@ def test_a_recorded_check_is_kept_in_the_reference_store_and_shown_in_the_readme
     assert "--record adds the check to the reference store's log" in capfd.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_capped_run_trains_the_epochs_up_to_its_tested_checkpoint_without_the_cap(
         stored: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """The stored run made to read as capped (200 epochs and a cap, 2 trained, no other rule): its tested checkpoint
@@ -132,6 +135,7 @@ def test_a_capped_run_trains_the_epochs_up_to_its_tested_checkpoint_without_the_
     assert "bit for bit" in out
 
 
+@pytest.mark.slow
 def test_a_capped_run_whose_tested_checkpoint_came_part_way_through_an_epoch_trains_its_steps_without_the_cap(
         env: dict[str, str], tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """A run stopped after step 6 of its 4-step epochs (``train.max_steps``, validating there as the cap does) and
@@ -156,6 +160,7 @@ def test_a_capped_run_whose_tested_checkpoint_came_part_way_through_an_epoch_tra
     assert "train.max_steps=6" in out and "max_time_s=600" not in out and "bit for bit" in out
 
 
+@pytest.mark.slow
 def test_a_run_that_ended_by_its_own_rule_is_trained_again_without_its_time_cap(
         stored: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """Its cap did not stop it where it trained, but on a slower machine it would stop the same config sooner: the
@@ -187,6 +192,7 @@ def test_runs_it_cannot_reproduce_so_are_refused_in_one_line(tmp_path: Path, env
         assert reason in err and len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.slow
 def test_the_figures_a_later_retest_added_are_left_out_and_said_so(
         stored: Path, env: dict[str, str], capfd: pytest.CaptureFixture[str]) -> None:
     """A retest adds a split's figures after training; training the run again does not retest it, so those figures
@@ -248,6 +254,7 @@ def test_a_run_that_left_its_threads_to_torch_is_trained_again_with_the_threads_
     assert same_threads(stored(write_run(tmp_path, "babi", "lstm", 1), {}))[1] is None  # no count recorded: as it is
 
 
+@pytest.mark.slow
 def test_a_stepwise_run_is_trained_again_and_a_capped_one_for_the_cycles_it_trained(
         env: dict[str, str], tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """A Game of Life smoke run (the Updater-Extractor, 6 cycles, a 30-step rollout) ends by its iteration limit and
@@ -279,6 +286,7 @@ def test_a_stepwise_run_is_trained_again_and_a_capped_one_for_the_cycles_it_trai
     assert "stepwise.iterations=1" in out and "bit for bit" in out
 
 
+@pytest.mark.slow
 def test_a_member_of_a_stack_is_trained_again_with_its_stack(env: dict[str, str], tmp_path: Path,
                                                               capfd: pytest.CaptureFixture[str]) -> None:
     """A stacked run's members train as one computation, so its command trains the whole stack again (``--seeds``),
@@ -316,6 +324,7 @@ def test_checks_recorded_at_the_same_time_are_all_kept(tmp_path: Path) -> None:
     assert append(tmp_path / "new", {"run_id": "e", "checked_at": "x"}).is_file()  # a store not made yet is made
 
 
+@pytest.mark.slow
 def test_the_unchecked_queue_holds_the_runs_of_this_machines_cpu_kind_not_checked_yet_cheapest_first(
         stored: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """A run trained here qualifies, and one whose record names only this machine's processor (recorded before the
@@ -339,6 +348,7 @@ def test_the_unchecked_queue_holds_the_runs_of_this_machines_cpu_kind_not_checke
                                                                "they trained"
 
 
+@pytest.mark.slow
 def test_the_unchecked_runs_are_trained_again_and_recorded_within_the_minutes_given(
         stored: Path, capfd: pytest.CaptureFixture[str]) -> None:
     results = stored.parents[2]
@@ -378,6 +388,7 @@ def test_make_reproduce_without_a_run_or_unchecked_1_says_what_to_name(variables
     assert done.stderr.splitlines()[0].startswith("make reproduce: name a run"), done.stderr
 
 
+@pytest.mark.slow
 def test_the_unchecked_runs_train_side_by_side_with_jobs(stored: Path, env: dict[str, str],
                                                          capfd: pytest.CaptureFixture[str]) -> None:
     """``--jobs 2``: two checks at once, each in its own process with its output in a log; both recorded (the log of

@@ -45,6 +45,7 @@ def _reproduce(store: Store, runs: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("how", ["SIGTERM to reproduce alone", "Ctrl-C to its process group"])
+@pytest.mark.slow
 def test_a_signal_to_reproduce_interrupts_the_run_it_trains_and_the_same_command_resumes_it(
         store: Store, tmp_path: Path, how: str) -> None:
     runs = tmp_path / "runs"

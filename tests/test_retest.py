@@ -18,6 +18,7 @@ SMOKE = ["bench", "--task", "babi", "--model", "lstm", "--profile", "smoke", "ta
 
 
 @requires_real_babi
+@pytest.mark.slow
 def test_retest_on_official_files_equals_testing_on_them_from_the_start(env, tmp_path):
     plain, attached = tmp_path / "plain", tmp_path / "attached"
     assert main([*SMOKE, "--runs-dir", str(plain)]) == 0
@@ -100,6 +101,7 @@ def test_retest_refuses_a_damaged_mini_set_in_one_line(env, tmp_path: Path, monk
 
 
 @requires_real_babi
+@pytest.mark.slow
 def test_a_run_whose_data_files_are_gone_says_so_not_what_training_would_do(env, tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch,
                                                                              capsys: pytest.CaptureFixture[str]):

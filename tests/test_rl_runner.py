@@ -70,6 +70,7 @@ def test_the_rl_module_runs_the_agent_once_for_policy_and_value():
 
 
 @requires_loopback_only
+@pytest.mark.slow
 def test_simplicial_agent_trains_on_bridge_boxworld_and_reports_puzzle_types(env):
     done = run_cli_loopback(["bench", "--task", "bridge_boxworld", "--model", "simplicial", "--profile", "smoke",
                              "rl.eval_episodes=6", "rl.eval_max_steps=30"], env)
@@ -114,6 +115,7 @@ def _resumed(env: dict[str, str]):  # noqa: ANN202 - subprocess.CompletedProcess
 
 
 @requires_loopback_only
+@pytest.mark.slow
 def test_cartpole_smoke_trains_checkpoints_and_resumes(cartpole_store, env):
     run_dir, results = _completed_cartpole_run(cartpole_store, env)
     assert results["status"] == "completed" and results["env_steps"] >= 400
@@ -136,6 +138,7 @@ def test_cartpole_smoke_trains_checkpoints_and_resumes(cartpole_store, env):
 
 
 @requires_loopback_only
+@pytest.mark.slow
 def test_a_resume_starts_where_the_checkpoint_is_when_results_lag_it(cartpole_store, env):
     run_dir, results = _completed_cartpole_run(cartpole_store, env)
     first = curves(run_dir)[0]
@@ -152,6 +155,7 @@ def test_a_resume_starts_where_the_checkpoint_is_when_results_lag_it(cartpole_st
 
 
 @requires_loopback_only
+@pytest.mark.slow
 def test_a_resume_after_the_evaluation_row_leaves_one_evaluation_row(cartpole_store, env):
     run_dir, results = _completed_cartpole_run(cartpole_store, env)
     # A SIGKILL after train_rl appended the evaluation row and before the launcher stored the final status.

@@ -130,6 +130,7 @@ def stopped(tmp_path_factory: pytest.TempPathFactory) -> Stopped:
     return Stopped(args, run, base / "pristine", only_run(base / "straight"), environ, proc.returncode, err)
 
 
+@pytest.mark.slow
 def test_sigterm_is_stored_as_interrupted_and_the_same_command_resumes(stopped: Stopped) -> None:
     assert stopped.code == 130, stopped.stderr
     assert stopped.stderr.strip().splitlines()[-1] == "interrupted; the same command resumes the run"
@@ -144,6 +145,7 @@ def test_sigterm_is_stored_as_interrupted_and_the_same_command_resumes(stopped: 
     assert_same_as_uninterrupted(stopped.run, stopped.straight)
 
 
+@pytest.mark.slow
 def test_a_run_copied_to_another_store_resumes_with_its_best_score(stopped: Stopped, tmp_path: Path) -> None:
     """Copied to another store (another --runs-dir, another machine), the stopped run resumes with the best score its
     checkpoint holds (Lightning reloads it only in the directory the checkpoint was saved in: the next validation
@@ -187,6 +189,7 @@ def in_process(stopped: Stopped, monkeypatch: pytest.MonkeyPatch) -> Stopped:
 
 
 @pytest.mark.parametrize(("what", "damage", "says", "kept_as"), DAMAGES, ids=[d[0] for d in DAMAGES])
+@pytest.mark.slow
 def test_damaged_file_is_named_kept_aside_and_the_run_ends_as_if_never_stopped(
         what: str, damage: Callable[[Path], None], says: str, kept_as: str, in_process: Stopped,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -205,6 +208,7 @@ def test_damaged_file_is_named_kept_aside_and_the_run_ends_as_if_never_stopped(
     assert_same_as_uninterrupted(run, in_process.straight)
 
 
+@pytest.mark.slow
 def test_a_run_stopped_before_any_checkpoint_says_once_that_it_starts_again(
         in_process: Stopped, capsys: pytest.CaptureFixture[str]) -> None:
     for checkpoint in (in_process.run / "checkpoints").glob("*.ckpt"):  # as a kill before the first one leaves it
@@ -217,6 +221,7 @@ def test_a_run_stopped_before_any_checkpoint_says_once_that_it_starts_again(
     assert_same_as_uninterrupted(in_process.run, in_process.straight)
 
 
+@pytest.mark.slow
 def test_force_starts_afresh_and_never_deletes_a_damaged_file(in_process: Stopped,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     run = in_process.run
@@ -235,6 +240,7 @@ def test_force_starts_afresh_and_never_deletes_a_damaged_file(in_process: Stoppe
 
 
 @requires_loopback_only
+@pytest.mark.slow
 def test_sigterm_interrupts_an_rl_run_and_the_same_command_resumes_it(env: dict[str, str], tmp_path: Path) -> None:
     """CartPole / MLP agent at the smoke profile with a larger step budget, in a loopback-only namespace (Ray).
     RL training is not reproducible across a resume (asynchronous sampling), so the end is checked for its

@@ -180,6 +180,7 @@ def _exported(metrics: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in metrics.items() if key in held_out(metrics) or key.startswith("rollout/")}
 
 
+@pytest.mark.slow
 def test_the_reference_store_exports_its_results_json_values(capsys, monkeypatch):
     # each run read once for both formats (the store's 379 runs take seconds to read)
     monkeypatch.setattr(store_module, "load_run", functools.cache(store_module.load_run))

@@ -65,6 +65,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]
         yield {"solo": root / "solo", "stack": root / "stack", "one": root / "one", "root": root}
 
 
+@pytest.mark.slow
 def test_a_stack_of_one_is_the_solo_run_bit_for_bit(stores: dict[str, Path]) -> None:
     solo, one = _run(stores["solo"], 0), _run(stores["one"], 0)
     assert solo.name == one.name  # the same config, the same run id
@@ -80,6 +81,7 @@ def test_a_stack_of_one_is_the_solo_run_bit_for_bit(stores: dict[str, Path]) -> 
         assert all(torch.equal(solo_state[k], one_state[k]) for k in solo_state), name
 
 
+@pytest.mark.slow
 def test_each_member_of_a_stack_follows_its_solo_run(stores: dict[str, Path]) -> None:
     finals = []
     for seed in SEEDS:
@@ -94,6 +96,7 @@ def test_each_member_of_a_stack_follows_its_solo_run(stores: dict[str, Path]) ->
     assert len(set(finals)) == len(SEEDS)  # the members really are different runs
 
 
+@pytest.mark.slow
 def test_members_stopping_at_different_epochs_leave_the_stack_as_their_solo_runs_stop(
         stores: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(stores["root"] / "cache"))
@@ -123,6 +126,7 @@ def test_a_stack_differing_in_more_than_seed_is_refused() -> None:
         check_stackable([_composed(0, "train.max_steps=5"), _composed(1, "train.max_steps=5")])
 
 
+@pytest.mark.slow
 def test_an_interrupted_stack_resumes_to_the_same_curves(stores: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(stores["root"] / "cache"))
@@ -176,6 +180,7 @@ def _adam_steps(stack: StackedClassifier, optimizer: torch.optim.Optimizer, data
         optimizer.step()
 
 
+@pytest.mark.slow
 def test_a_ctrl_c_between_two_members_checkpoints_waits_until_every_member_is_stored(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, foreground_ctrl_c: None) -> None:
     """A Ctrl-C landing after one member's checkpoint but before the next one's left them an epoch apart, so the
@@ -224,6 +229,7 @@ def _fail_then_resume(owner: type, name: str, failing: Any, runs: Path, stores: 
     return capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_failed_write_between_two_members_checkpoints_discards_that_epoch_and_resumes_as_one_stack(
         stores: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -247,6 +253,7 @@ def test_a_failed_write_between_two_members_checkpoints_discards_that_epoch_and_
         assert curve_numbers(_run(runs, seed)) == curve_numbers(_run(stores["stack"], seed))
 
 
+@pytest.mark.slow
 def test_a_kill_while_the_staged_checkpoints_are_renamed_is_finished_on_resume(
         stores: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

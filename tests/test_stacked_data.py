@@ -73,6 +73,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]
         yield {"solo": root / "solo", "stack": root / "stack", "root": root}
 
 
+@pytest.mark.slow
 def test_each_member_of_a_mixed_stack_follows_its_solo_run_on_its_own_data(stores: dict[str, Path]) -> None:
     solo, stack = _results(stores["solo"]), _results(stores["stack"])
     assert set(solo) == set(stack) == set(POINTS)
@@ -96,6 +97,7 @@ def test_each_member_of_a_mixed_stack_follows_its_solo_run_on_its_own_data(store
     assert all(abs(a - b) > 1e-3 for a, b in zip(*losses, strict=True)), losses
 
 
+@pytest.mark.slow
 def test_a_mixed_member_is_rerun_with_the_members_of_its_own_config(stores: dict[str, Path]) -> None:
     from harness.rerun import reproduce
 
@@ -106,6 +108,7 @@ def test_a_mixed_member_is_rerun_with_the_members_of_its_own_config(stores: dict
     assert between is not None and "--seed 0 " in between and "--seeds" not in between  # alone: its own run id
 
 
+@pytest.mark.slow
 def test_an_interrupted_mixed_stack_resumes_to_the_same_curves(stores: dict[str, Path],
                                                                monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
@@ -196,6 +199,7 @@ def test_the_stacked_table1_sweep_is_five_stacks_of_fifteen(env: dict[str, str])
 
 
 @requires_loopback_only
+@pytest.mark.slow
 def test_a_sweep_with_a_stack_grid_trains_its_grid_values_in_one_stack(env: dict[str, str], tmp_path: Path) -> None:
     path = tmp_path / "sweep.yaml"
     path.write_text("name: mixed\ntask: relations_game\nmodels: [mlp1]\nprofile: smoke\nseeds: [0]\n"
@@ -239,6 +243,7 @@ def _by_name(runs: Path) -> dict[str, Path]:
     return {name: runs / TASK / MODEL / composed.run_id for name, composed in ids.items()}
 
 
+@pytest.mark.slow
 def test_members_with_their_own_optimiser_settings_follow_their_solo_runs(stores: dict[str, Path],
                                                                           monkeypatch: pytest.MonkeyPatch,
                                                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -203,6 +203,7 @@ def test_the_table_lists_every_trial_with_its_status_and_reason():
     assert table[2] == ["lstm seed=0 task.babi_id=1", "babi-lstm-x", "completed", "test/acc=0.5000"]
 
 
+@pytest.mark.slow
 def test_every_shipped_sweep_composes(env):
     for path in sorted((ROOT / "sweeps").glob("*.yaml")):
         done = subprocess.run([sys.executable, "-m", "harness.cli", "sweep", str(path), "--dry-run"], cwd=ROOT,
@@ -211,6 +212,7 @@ def test_every_shipped_sweep_composes(env):
 
 
 @requires_loopback_only
+@pytest.mark.slow
 def test_sweep_of_two_models_and_two_seeds_fills_the_store_and_lists_the_failing_trials(env, tmp_path):
     data = tmp_path / "data" / "babi" / "en-10k"
     data.mkdir(parents=True)

@@ -80,6 +80,7 @@ def test_a_sweep_whose_trials_tune_samples_is_not_listed_beforehand(sweep_file):
 
 
 @requires_loopback_only
+@pytest.mark.slow
 def test_a_sweep_run_again_part_way_gives_tune_only_the_trials_left(env, sweep_file, monkeypatch):
     runs = Path(env["HARNESS_RUNS_DIR"])
     sweep = load_sweep(sweep_file)

@@ -67,6 +67,7 @@ def _wait_for(path: Path, text: str, proc: subprocess.Popen, timeout_s: float) -
 
 @requires_loopback_only
 @pytest.mark.parametrize("to_group", [False, True], ids=["driver", "group"])
+@pytest.mark.slow
 def test_sigterm_stops_the_sweep_as_ctrl_c_does(to_group, env, tmp_path):
     """SIGTERM to the driver alone: Tune ends the sweep in order and the table follows. A SIGTERM to its whole
     process group also ends Ray's GCS server and raylet, which are in that group; the sweep then stops without the

@@ -82,6 +82,7 @@ def _without_stacking(path):
 
 
 @requires_loopback_only
+@pytest.mark.slow
 def test_a_stacked_sweep_stores_each_seed_as_its_unstacked_run(env, tmp_path):
     """One trial point stacks (seeds 0 and 1 in one stack); the other sets optim.decay_below_val_loss, which the
     stacked trainer refuses, so its seeds run one by one in their trial. Four runs, four rows, the run ids of the

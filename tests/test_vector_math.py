@@ -30,6 +30,7 @@ def _tanh_digests(threads: int, mode: str, processes: int) -> list[str]:
     return [proc.communicate(timeout=120)[0].strip() for proc in procs]
 
 
+@pytest.mark.slow
 def test_warmed_processes_compute_tanh_as_one_thread_does():
     # Without the warm-up about one process in ten differed (4 of 40): 8 processes miss that about 4 times in 10,
     # so this test catches a regression more often than not, and never fails a correct warm-up.
