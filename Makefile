@@ -79,14 +79,16 @@ validate: $(STAMP)
 	@test -z "$(SEEDS)" || { echo "make validate: SEEDS=$(SEEDS) is a stack of runs; validate checks one run: give SEED=N" >&2; exit 2; }
 	@$(BIN)/harness validate --task '$(TASK)' --model '$(MODEL)' --profile '$(PROFILE)' --seed '$(SEED)' -- $(ARGS)
 
+SUITE := WANDB_MODE=disabled $(BIN)/python -m pytest -q --durations=8 -n $(TEST_WORKERS) --dist worksteal
+
 test: $(STAMP)
 	$(BIN)/ruff check harness tasks models reports tests
-	WANDB_MODE=disabled $(BIN)/python -m pytest -q --durations=8 -n $(TEST_WORKERS) --dist worksteal
+	$(SUITE)
 
 # the inner loop: lint and every test not marked slow (no end-to-end training, Ray or Chromium); CI runs make test
 test-fast: $(STAMP)
 	$(BIN)/ruff check harness tasks models reports tests
-	WANDB_MODE=disabled $(BIN)/python -m pytest -q --durations=8 -n $(TEST_WORKERS) --dist worksteal -m "not slow"
+	$(SUITE) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check harness tasks models reports tests

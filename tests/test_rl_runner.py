@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import torch
 
 from harness.config import compose
 from harness.runners.rl_metrics import env_steps, iteration_row, loss_is_finite
-from tests.conftest import SHARED_DATA, curves, requires_loopback_only, run_cli, run_cli_loopback
+from tests.conftest import command_environ, curves, requires_loopback_only, run_cli, run_cli_loopback
 
 
 def test_bad_rl_settings_are_one_line_user_errors(env):
@@ -92,9 +91,7 @@ def cartpole_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store holding the CartPole smoke run trained to the end, trained once for the tests below: each one
     changes and resumes its own copy (a store copied elsewhere resumes as it would in place)."""
     root = tmp_path_factory.mktemp("cartpole")
-    env = {**os.environ, "HARNESS_RUNS_DIR": str(root / "runs"), "HARNESS_CACHE_DIR": str(root / "cache"),
-           "HARNESS_DATA_DIR": str(SHARED_DATA), "WANDB_MODE": "disabled"}
-    done = run_cli_loopback(CARTPOLE_SMOKE, env)
+    done = run_cli_loopback([*CARTPOLE_SMOKE, "--runs-dir", str(root / "runs")], command_environ(root))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return root / "runs"
 
