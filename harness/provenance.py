@@ -20,6 +20,7 @@ data and model building moved to ``harness/runners/build.py``) no longer counts 
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import os
 import platform
@@ -201,8 +202,14 @@ def text_digest(text: str) -> str:
 
 def _project_file(module: Any, root: Path) -> str | None:
     path = getattr(module, "__file__", None)
-    if not path:
-        return None
+    return _computing_source(path, root) if path else None
+
+
+@functools.cache
+def _computing_source(path: str, root: Path) -> str | None:
+    """``path`` (a module's ``__file__``) relative to ``root`` when it is a computing project source file, else None.
+    Cached: a run asks it of every module in ``sys.modules`` (thousands, most of them torch's) several times, and
+    resolving each path afresh took 0.15 s a time."""
     try:
         rel = Path(path).resolve().relative_to(root)
     except ValueError:
