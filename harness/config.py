@@ -572,3 +572,22 @@ def save(cfg: DictConfig, path: Path) -> None:
     from harness.runs import atomic_write_text
 
     atomic_write_text(path, OmegaConf.to_yaml(cfg, resolve=True))
+
+
+def read_config(path: Path) -> tuple[dict[str, Any], str | None]:
+    """A run's config.yaml as a plain mapping and None, or ({}, what is wrong with the file, naming it): missing,
+    not parsing, not a mapping, or without the task and model names."""
+    try:
+        stored = OmegaConf.to_container(OmegaConf.load(path))
+    except FileNotFoundError:
+        return {}, f"{path}: no such file"
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, OmegaConfBaseException) as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return {}, f"{path} is damaged ({type(exc).__name__}: {problem})"
+    if not isinstance(stored, dict):
+        return {}, f"{path} is damaged (holds a {type(stored).__name__}, not a mapping)"
+    missing = [f"{section}.name" for section in ("task", "model")
+               if not isinstance(stored.get(section), dict) or not isinstance(stored[section].get("name"), str)]
+    if missing:
+        return {}, f"{path} is damaged (no {' or '.join(missing)})"
+    return stored, None

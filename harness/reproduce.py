@@ -238,9 +238,9 @@ def reproduce_run(name: str, runs_dir: Path, results_dir: Path | None, record: b
     trained so, saying that nothing is trained now), then print every figure beside the stored one; with ``record``,
     add the check to ``results_dir``'s log (:mod:`harness.reproductions`) unless that training is recorded there
     already. The exit code (module docstring)."""
+    from harness.config import read_config
     from harness.reproduce_kinds import kind_caveat
     from harness.reproductions import load
-    from harness.runners.retest import read_config
     from harness.runs import Run
     from reports.store import load_run
 

@@ -40,9 +40,11 @@ def test_smoke_bench_stores_a_complete_run_and_reports_it_without_retraining(env
     assert "completed: babi/tpr_rnn" in done.stdout
 
     stamp = (run / "results.json").stat().st_mtime_ns
-    again = run_cli(SMOKE, env)
+    again = run_cli(SMOKE, {**env, "PYTHONPROFILEIMPORTTIME": "1"})  # each import's line on stderr
     assert again.returncode == 0 and "already completed" in again.stdout
     assert (run / "results.json").stat().st_mtime_ns == stamp
+    imported = {line.rsplit("|", 1)[1].strip() for line in again.stderr.splitlines() if line.startswith("import time:")}
+    assert "harness.runners.launch" in imported and "lightning" not in imported  # the answer needs no trainer
 
     listed = run_cli(["runs"], env)
     assert run.name in listed.stdout and "completed" in listed.stdout and "test/acc=" in listed.stdout

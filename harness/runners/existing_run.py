@@ -192,7 +192,7 @@ def restore_config(run: Run, composed: Composed) -> None:
     """Write a completed run's ``config.yaml`` again when it is missing or damaged (retest, predict and publish need
     it), from the command's config: the run id hashes the whole resolved config, so it is the one the run trained
     with. A damaged file is set aside first (renamed, never deleted); one line says what was done."""
-    from harness.runners.retest import read_config
+    from harness.config import read_config
 
     problem = read_config(run.config_path)[1]
     if problem is None:

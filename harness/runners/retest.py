@@ -20,11 +20,10 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from harness.config import Composed, recompose
+from harness.config import Composed, read_config, recompose
 from harness.data import TARGET, TaskData, TensorDictDataset
 from harness.errors import UserError, listed
 from harness.paths import check_can_create_in, data_dir, data_dir_label
@@ -47,25 +46,6 @@ def stored_config(run: Run, doing: str) -> dict[str, Any]:
     if problem is not None:
         raise UserError(f"{problem}; the run cannot be {doing}{REWRITE}")
     return stored
-
-
-def read_config(path: Path) -> tuple[dict[str, Any], str | None]:
-    """A run's config.yaml as a plain mapping and None, or ({}, what is wrong with the file, naming it): missing,
-    not parsing, not a mapping, or without the task and model names."""
-    try:
-        stored = OmegaConf.to_container(OmegaConf.load(path))
-    except FileNotFoundError:
-        return {}, f"{path}: no such file"
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, OmegaConfBaseException) as exc:
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return {}, f"{path} is damaged ({type(exc).__name__}: {problem})"
-    if not isinstance(stored, dict):
-        return {}, f"{path} is damaged (holds a {type(stored).__name__}, not a mapping)"
-    missing = [f"{section}.name" for section in ("task", "model")
-               if not isinstance(stored.get(section), dict) or not isinstance(stored[section].get("name"), str)]
-    if missing:
-        return {}, f"{path} is damaged (no {' or '.join(missing)})"
-    return stored, None
 
 
 # The settings a retest may change: what the task tests on, never what the run trained on (a Relations Game run
