@@ -23,6 +23,7 @@ from omegaconf import OmegaConf
 from harness.config import compose, run_id
 from harness.errors import UserError
 from harness.provenance import recorded_files
+from harness.registry import safe_load_yaml
 
 IGNORED = ("seed", "profile", "data.fingerprint")  # given as options, or computed by the run
 
@@ -72,7 +73,7 @@ def rebuild(run_dir: Path, settings: dict[str, Any] | None = None) -> Rebuilt | 
     change the stored config first, e.g. a training budget (:func:`reports.budgets.checkpoint_budget`): a run of
     another config, so no note on its id."""
     results = json.loads((run_dir / "results.json").read_text())
-    stored = yaml.safe_load((run_dir / "config.yaml").read_text())
+    stored = safe_load_yaml((run_dir / "config.yaml").read_text())
     task, model, profile, seed = results["task"], results["model"], results["profile"], int(results["seed"])
     try:
         defaults = _flat(OmegaConf.to_container(compose(task, model, profile, [f"seed={seed}"]).cfg, resolve=True))
@@ -134,7 +135,7 @@ def stack_seeds(run_dir: Path, results: dict[str, Any]) -> list[int] | None:
 
 def _without_seed(run_dir: Path) -> dict[str, Any]:
     """A stored run's config (its config.yaml, flattened) without its seed."""
-    flat = _flat(yaml.safe_load((run_dir / "config.yaml").read_text()))
+    flat = _flat(safe_load_yaml((run_dir / "config.yaml").read_text()))
     flat.pop("seed", None)
     return flat
 

@@ -24,6 +24,7 @@ import pandas as pd
 import yaml
 
 from harness.config import NEUTRAL_ADDED_KEYS
+from harness.registry import safe_load_yaml
 from harness.runs import owner_state, type_damage
 
 UNREADABLE = "unreadable"
@@ -488,7 +489,7 @@ def load_run(results_path: Path, runs_dir: Path) -> RunRecord:
     if config_path.exists():
         try:
             run.config_text = config_path.read_text(encoding="utf-8")
-            config = yaml.safe_load(run.config_text)
+            config = safe_load_yaml(run.config_text)
             run.config = config if isinstance(config, dict) else {}
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             problems.append(f"config.yaml unreadable: {exc}")
