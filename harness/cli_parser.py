@@ -201,9 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=None,
                    help="processes that draw the run pages (default: the CPUs available)")
     p.add_argument("--no-figure-cache", action="store_true",
-                   help="draw every run page's figures again, neither reading nor keeping them in "
-                        "$HARNESS_CACHE_DIR/report-figures (default: a run unchanged since the last build is not "
-                        "drawn again)")
+                   help="draw every figure again (the run pages' and the paper pages'), neither reading nor "
+                        "keeping them in $HARNESS_CACHE_DIR/report-figures (default: a figure whose run, or whose "
+                        "data, is unchanged since the last build is not drawn again)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("runs", help="the runs in the store, with their status and test accuracies")
     p.add_argument("--task", default=None, help="only this task's runs (default: all)")

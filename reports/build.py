@@ -315,21 +315,22 @@ def _render_all(runs: list[RunRecord], papers: list[PaperSpec], stores: list[dic
            matrix=matrix, rankings=index_tables.rankings(compared), groups=index_tables.run_groups(runs),
            papers=[{"page": p.page, "title": p.title, "citation": p.citation} for p in papers],
            provenance=index_tables.provenance(runs))
+    kept = _FigureCache(figure_folder)
     for paper in papers:
         render(paper.page, "", f"the {paper.name} page", "paper.html",
                title=paper.title, paper=paper,
                tables=[paper_tables.compare_table(compared, table) for table in paper.tables],
                facts=facts.fact_rows(paper.facts, compared, files_root),
-               figures=_markup_figures(figures.paper_figures(compared, paper)))
-    kept = _FigureCache(figure_folder)
+               figures=_markup_figures(figures.paper_figures(compared, paper, kept.facet_lines)))
     pages.update(_run_pages(runs, env, nav, jobs, load_floor(files_root / "results"), kept))
     figure_cache.prune(figure_folder, kept.keys.values())
     return pages
 
 
 class _FigureCache:
-    """Where the run pages' figures are kept between builds (None: drawn every time), and each run's key there
-    (by page), computed once in the main process before any worker forks."""
+    """Where the figures are kept between builds (None: drawn every time), and each one's key there: a run page's
+    (by page), computed once in the main process before any worker forks, and a paper page's (``paper:`` and the
+    figure's name)."""
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
@@ -347,6 +348,14 @@ class _FigureCache:
                     "rollout": [f for f in [figures.rollout_figure(run)] if f]}
         key = self.keys.get(run.page)
         return figure_cache.cached_figures(self.folder if key else None, key or "", draw)
+
+    def facet_lines(self, name: str, data: Any, **options: Any) -> str | None:
+        """A paper page's figure (:func:`reports.figures.facet_lines`), read back when the same data was drawn by
+        the same code before: a paper page's figures are about a third of a build whose run pages are kept."""
+        if self.folder is None or data.empty:  # nothing to draw: nothing to keep
+            return figures.facet_lines(name, data, **options)
+        key = self.keys[f"paper:{name}"] = figure_cache.drawing_key(self.code, name, data, options)
+        return figure_cache.cached_svg(self.folder, key, lambda: figures.facet_lines(name, data, **options))
 
 
 def _run_page(env: Environment, nav: list[dict[str, str]], run: RunRecord, floor: dict[str, Any],

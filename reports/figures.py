@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -232,8 +232,10 @@ def rl_training_data(runs: list[RunRecord], task: str, points: int = 200) -> tup
 
 # ----- figures -------------------------------------------------------------------------------------------
 
-def paper_figures(runs: list[RunRecord], paper: PaperSpec) -> list[dict[str, str]]:
-    """The paper page's figures: validation curves per task, then head pruning and curriculum stages."""
+def paper_figures(runs: list[RunRecord], paper: PaperSpec,
+                  facet_lines: Callable[..., str | None] = facet_lines) -> list[dict[str, str]]:
+    """The paper page's figures: validation curves per task, then head pruning and curriculum stages.
+    ``facet_lines``: what draws each figure (:func:`facet_lines`, or the report's cache in front of it)."""
     figures = []
     for task, data in validation_data(runs, paper).items():
         svg = facet_lines(f"{paper.name}:{task}:val", data, x="step", y="value", panel="panel", hue="model",

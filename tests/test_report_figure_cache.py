@@ -1,6 +1,7 @@
-"""Run-page figures kept between report builds (reports/figure_cache.py): a second build of an unchanged store
-draws no run figure and writes the same bytes as a build that draws them all; a run that changed is drawn
-again; a damaged or unwritable cache only means drawing again; ``--no-figure-cache`` neither reads nor keeps."""
+"""Figures kept between report builds (reports/figure_cache.py): a second build of an unchanged store draws no
+run figure and no paper-page figure and writes the same bytes as a build that draws them all; a run that changed
+is drawn again; a damaged or unwritable cache only means drawing again; ``--no-figure-cache`` neither reads nor
+keeps."""
 
 from __future__ import annotations
 
@@ -93,14 +94,28 @@ def test_a_damaged_or_unwritable_cache_only_means_drawing_again(store, tmp_path,
     assert _build(store, tmp_path / "blocked", blocked / "cache") == plain  # no folder can be made there
 
 
-def test_harness_report_keeps_figures_in_the_cache_folder_unless_told_not_to(store, tmp_path, env, capsys):
+def test_harness_report_keeps_figures_in_the_cache_folder_unless_told_not_to(store, tmp_path, env, monkeypatch):
     cache = Path(env["HARNESS_CACHE_DIR"]) / figure_cache.FOLDER
     common = ["report", "--runs-dir", str(store), "--results-dir", "", "--jobs", "1"]  # and the shipped papers
+    drawn: list[tuple[str, bool]] = []  # each paper-page figure drawn: (its name, whether it had data)
+    draw = figures.facet_lines
+
+    def counted(name, data, **options):  # noqa: ANN001, ANN003, ANN202
+        drawn.append((name, not data.empty))
+        return draw(name, data, **options)
+
+    monkeypatch.setattr(figures, "facet_lines", counted)
     assert harness_main([*common, "--out", str(tmp_path / "no"), "--no-figure-cache"]) == 0
     assert not cache.exists()
+    papers = [name for name, data in drawn if data]
+    assert "tpr_rnn:babi:val" in papers  # the two tpr_rnn seeds' validation curves on the TPR-RNN page
+    del drawn[:]
     assert harness_main([*common, "--out", str(tmp_path / "yes")]) == 0
-    assert len(list(cache.glob("*.json.gz"))) == len(list(store.glob("*/*/*/results.json")))
-    assert _site(tmp_path / "yes") == _site(tmp_path / "no")
+    assert len(list(cache.glob("*.json.gz"))) == len(list(store.glob("*/*/*/results.json"))) + len(papers)
+    del drawn[:]
+    assert harness_main([*common, "--out", str(tmp_path / "again")]) == 0
+    assert not [name for name, data in drawn if data]  # every paper figure read back; only empty ones "drawn"
+    assert _site(tmp_path / "yes") == _site(tmp_path / "no") == _site(tmp_path / "again")
 
 
 def test_the_code_digest_covers_every_report_module_the_figures_import():
