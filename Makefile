@@ -81,13 +81,11 @@ validate: $(STAMP)
 
 SUITE := WANDB_MODE=disabled $(BIN)/python -m pytest -q --durations=8 -n $(TEST_WORKERS) --dist worksteal
 
-test: $(STAMP)
-	$(BIN)/ruff check harness tasks models reports tests
+test: lint
 	$(SUITE)
 
 # the inner loop: lint and every test not marked slow (no end-to-end training, Ray or Chromium); CI runs make test
-test-fast: $(STAMP)
-	$(BIN)/ruff check harness tasks models reports tests
+test-fast: lint
 	$(SUITE) -m "not slow"
 
 lint: $(STAMP)
